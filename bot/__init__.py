@@ -1,0 +1,1 @@
+"""hitl-bridge core: the human-input primitive, human tools, the agent loop and the store."""
