@@ -1,0 +1,48 @@
+"""The exception tree of the core.
+
+Errors a tool call can end in carry `.message`: the JSON string `{"error": "..."}` the model reads.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+class HumanInputRejectedError(RuntimeError):
+    """A person (or an ON_USER_INPUT_REQUIRED hook) refused the request; `str(err)` says why."""
+
+
+class AnswerInvalidError(ValueError):
+    """An answer that fails the tool's answer model; the request stays pending."""
+
+
+class ConfigurationError(RuntimeError):
+    """A setting is missing or wrong; the message names it."""
+
+
+class ToolCallError(Exception):
+    """A tool call that did not produce a result; `message` is what the model reads."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    @property
+    def message(self) -> str:
+        return json.dumps({"error": self.reason})
+
+
+class ToolFailedError(ToolCallError):
+    """The tool ran and failed (a timeout, a crash): `is_error`, not refused."""
+
+
+class ToolRefusedError(ToolCallError):
+    """The call was refused (a person said no, a hook blocked it, its arguments were invalid)."""
+
+
+class UnservedToolCallError(ToolCallError):
+    """No handler serves this tool name; composed handlers fall through on it."""
+
+    def __init__(self, tool_name: str) -> None:
+        super().__init__(f"No handler serves tool '{tool_name}'")
+        self.tool_name = tool_name
