@@ -149,7 +149,8 @@ class RequestUpdate:
 
 Notifier = Callable[[PendingInputEvent], Awaitable[bool | None] | bool | None]
 Observer = Callable[[RequestUpdate], Awaitable[None]]
-AnswerValidator = Callable[[str], str]
+AnswerValidator = Callable[[dict[str, Any], str], str]
+"""(the request's arguments, the raw answer) -> the answer as stored; raises AnswerInvalidError."""
 
 
 @dataclass(slots=True)
@@ -376,7 +377,7 @@ class HumanInputHandler:
         request = self._active.get(pending_id)
         if request is None or not self._can_settle(request):
             return False
-        result = self._validated(request.tool_name, result)
+        result = self._validated(request, result)
         return self._settle(request, RequestStatus.RESOLVED, result=result, by=by)
 
     def reject(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
@@ -446,13 +447,13 @@ class HumanInputHandler:
                 return False
             if record.id not in self._active:  # still held by no one here
                 if result is not None:
-                    result = self._validated(record.tool_name, result)
+                    result = self._validated(record, result)
                 return await self._settle_stored(record, status, result, reason, by)
             request = self._active[record.id]
         if request is None or not self._can_settle(request):
             return False
         if result is not None:
-            result = self._validated(request.tool_name, result)
+            result = self._validated(request, result)
         settlement = _settlement(request.pending_id, status, result, reason, by)
         if self.store is None:
             self._apply(request, settlement)
@@ -463,9 +464,9 @@ class HumanInputHandler:
     def _can_settle(self, request: PendingInput) -> bool:
         return request.status is RequestStatus.PENDING and not request._claimed
 
-    def _validated(self, tool_name: str, result: str) -> str:
-        validator = self._validators.get(tool_name)
-        return validator(result) if validator is not None else result
+    def _validated(self, request: PendingInput | RequestRecord, result: str) -> str:
+        validator = self._validators.get(request.tool_name)
+        return validator(request.arguments, result) if validator is not None else result
 
     def _settle(
         self,

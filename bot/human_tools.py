@@ -1,0 +1,323 @@
+"""The tools that ask a person: their argument and answer models, and the handler serving them.
+
+A human tool is a pydantic model for its arguments and one for its answer. Arguments the model
+writes are validated before anyone is asked; an answer is validated before the model reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from bot.errors import (
+    AnswerInvalidError,
+    HumanInputRejectedError,
+    ToolFailedError,
+    ToolRefusedError,
+    UnservedToolCallError,
+)
+from bot.human_input import HumanInputHandler, timeout_message
+from bot.tool_context import current_tool_context
+from bot.tools import AITool
+
+Text = Annotated[str, Field(min_length=1, max_length=4000)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- arguments and answers of the built-in tools ------------------------------------------
+
+
+class AskUserQuestionArgs(_Model):
+    question: Text
+
+
+class AskUserQuestionAnswer(_Model):
+    answer: Annotated[str, Field(min_length=1)]
+
+
+class RequestApprovalArgs(_Model):
+    action: Text
+    reason: Text
+
+
+class RequestApprovalAnswer(_Model):
+    approved: bool
+    reason: str | None = None
+
+
+class SelectOptionArgs(_Model):
+    question: Text
+    options: Annotated[list[Annotated[str, Field(min_length=1, max_length=500)]], Field(
+        min_length=1, max_length=100
+    )]  # fmt: skip
+
+
+class SelectOptionAnswer(_Model):
+    # camelCase: the seed's wire names, which the model reads.
+    selectedIndex: int
+    selectedValue: str
+
+
+FieldType = Literal["text", "number", "email"]
+
+
+class DataField(_Model):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+    label: Annotated[str, Field(min_length=1, max_length=200)]
+    type: FieldType = "text"
+
+
+class CollectUserDataArgs(_Model):
+    fields: Annotated[list[DataField], Field(min_length=1, max_length=20)]
+
+
+class UploadFileArgs(_Model):
+    purpose: Text
+    acceptedTypes: list[Annotated[str, Field(min_length=1, max_length=50)]] = []
+
+
+class UploadFileAnswer(_Model):
+    fileName: str
+    fileSize: Annotated[int, Field(ge=0)]
+    url: str
+
+
+class ConfirmActionArgs(_Model):
+    title: Annotated[str, Field(min_length=1, max_length=200)]
+    message: Text
+    severity: Literal["info", "warning", "danger"] = "info"
+
+
+class ConfirmActionAnswer(_Model):
+    confirmed: bool
+
+
+# -- the tool spec ------------------------------------------------------------------------
+
+AnswerCheck = Callable[[BaseModel, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class HumanTool:
+    """A tool that asks a person. `renderers` maps a surface name to its render function."""
+
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    answer: type[BaseModel] | None = None
+    renderers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # Checks that need the request's arguments (an option index within the options offered).
+    check_answer: AnswerCheck | None = None
+
+    def definition(self) -> AITool:
+        schema = _inline_refs(self.arguments.model_json_schema())
+        return AITool(name=self.name, description=self.description, parameters=schema)
+
+    def parse_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The validated arguments, or ToolRefusedError with what is wrong."""
+        try:
+            model = self.arguments.model_validate(arguments)
+        except ValidationError as err:
+            raise ToolRefusedError(f"Invalid arguments for '{self.name}': {_brief(err)}") from err
+        return model.model_dump(mode="json")
+
+    def parse_answer(self, arguments: dict[str, Any], raw: str) -> str:
+        """The answer as the model will read it (normalised JSON), or AnswerInvalidError."""
+        answer_model = self.answer_model(arguments)
+        if answer_model is None:
+            return raw
+        try:
+            answer = answer_model.model_validate_json(raw)
+            if self.check_answer is not None:
+                self.check_answer(answer, arguments)
+        except (ValidationError, ValueError) as err:
+            detail = _brief(err) if isinstance(err, ValidationError) else str(err)
+            raise AnswerInvalidError(f"Invalid answer for '{self.name}': {detail}") from err
+        return answer.model_dump_json(exclude_none=True)
+
+    def answer_model(self, arguments: dict[str, Any]) -> type[BaseModel] | None:
+        if self.name == "collectUserData":
+            return form_answer_model(CollectUserDataArgs.model_validate(arguments).fields)
+        return self.answer
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its `$defs` written in place, as the model is best shown it."""
+    definitions = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return inline(definitions[ref.removeprefix("#/$defs/")])
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    result: dict[str, Any] = inline(schema)
+    return result
+
+
+def _brief(err: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in err.errors()
+    )
+
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def form_answer_model(fields: Iterable[DataField]) -> type[BaseModel]:
+    """The answer model of a collectUserData form: one typed, required value per field."""
+    email = Annotated[str, Field(pattern=EMAIL.pattern, max_length=254)]
+    types: dict[str, Any] = {"text": str, "number": int | float, "email": email}
+    definitions: dict[str, Any] = {f.name: (types[f.type], ...) for f in fields}
+    return create_model(
+        "CollectUserDataAnswer", __config__=ConfigDict(extra="forbid"), **definitions
+    )
+
+
+def _check_selection(answer: BaseModel, arguments: dict[str, Any]) -> None:
+    assert isinstance(answer, SelectOptionAnswer)
+    options = arguments["options"]
+    if not 0 <= answer.selectedIndex < len(options):
+        raise ValueError(f"selectedIndex {answer.selectedIndex} is not an option")
+    if options[answer.selectedIndex] != answer.selectedValue:
+        raise ValueError("selectedValue does not match the option at selectedIndex")
+
+
+BUILTIN_TOOLS: dict[str, HumanTool] = {
+    tool.name: tool
+    for tool in (
+        HumanTool(
+            "AskUserQuestion",
+            "Ask the user a question and wait for the answer.",
+            AskUserQuestionArgs,
+            AskUserQuestionAnswer,
+        ),
+        HumanTool(
+            "requestApproval",
+            "Ask a person to approve or reject an action before you take it.",
+            RequestApprovalArgs,
+            RequestApprovalAnswer,
+        ),
+        HumanTool(
+            "selectOption",
+            "Ask the user to pick one of several options.",
+            SelectOptionArgs,
+            SelectOptionAnswer,
+            check_answer=_check_selection,
+        ),
+        HumanTool(
+            "collectUserData",
+            "Ask the user to fill in a few typed form fields.",
+            CollectUserDataArgs,
+        ),
+        HumanTool(
+            "uploadFile",
+            "Ask the user to upload a file.",
+            UploadFileArgs,
+            UploadFileAnswer,
+        ),
+        HumanTool(
+            "confirmAction",
+            "Ask the user to confirm something, dangerous or not, before doing it.",
+            ConfirmActionArgs,
+            ConfirmActionAnswer,
+        ),
+    )
+}
+
+
+# -- the handler --------------------------------------------------------------------------
+
+
+class HumanInputToolHandler:
+    """Serve the tools that ask a person; a tool handler that passes on every other name."""
+
+    def __init__(
+        self,
+        tool_names: Iterable[str] = (),
+        timeout: float = 300,
+        handler: HumanInputHandler | None = None,
+        tool_definitions: Iterable[AITool] = (),
+        *,
+        tools: Iterable[HumanTool] = (),
+    ) -> None:
+        self.handler = handler if handler is not None else HumanInputHandler()
+        self.timeout = timeout
+        self.tools: dict[str, HumanTool] = {}
+        names = set(tool_names)
+        for name in names & BUILTIN_TOOLS.keys():
+            self._add(BUILTIN_TOOLS[name])
+        definitions = {d.name: d for d in tool_definitions}
+        for tool in tools:
+            self._add(tool)
+            definitions.setdefault(tool.name, tool.definition())
+            names.add(tool.name)
+        self.tool_names = frozenset(names)
+        self.tool_definitions = list(definitions.values())
+
+    @classmethod
+    def builtin(
+        cls, *, timeout: float = 300, handler: HumanInputHandler | None = None
+    ) -> HumanInputToolHandler:
+        """All six built-in tools, offered and served."""
+        return cls(timeout=timeout, handler=handler, tools=BUILTIN_TOOLS.values())
+
+    def _add(self, tool: HumanTool) -> None:
+        self.tools[tool.name] = tool
+
+        def validate(arguments: dict[str, Any], raw: str) -> str:
+            return tool.parse_answer(arguments, raw)
+
+        self.handler.set_answer_validator(tool.name, validate)
+
+    async def __call__(self, name: str, arguments: dict[str, Any]) -> str:
+        if name not in self.tool_names:
+            raise UnservedToolCallError(name)
+        context = current_tool_context()
+        return await self.ask(
+            name, arguments, channel_type=context.channel_type if context else "ai"
+        )
+
+    async def ask(self, name: str, arguments: dict[str, Any], *, channel_type: str = "ai") -> str:
+        """Ask a person through this handler and return the answer the model reads."""
+        tool = self.tools.get(name)
+        if tool is not None:
+            arguments = tool.parse_arguments(arguments)
+        context = current_tool_context()
+        pending = await self.handler.create(
+            name,
+            arguments,
+            room_id=context.room_id if context else "",
+            tool_call_id=context.tool_call_id if context else "",
+            channel_id=context.channel_id if context else "",
+            channel_type=channel_type,
+            actor_id=context.actor_id if context else None,
+            timeout=self.timeout,
+        )
+        try:
+            return await self.handler.wait(pending.pending_id, timeout=self.timeout)
+        except HumanInputRejectedError as rejected:
+            raise ToolRefusedError(
+                f"Rejected: {rejected}" if str(rejected) else "Rejected"
+            ) from None
+        except TimeoutError as expired:
+            raise ToolFailedError(str(expired) or timeout_message(self.timeout, name)) from None
+
+
+def answer_json(answer: BaseModel | dict[str, Any]) -> str:
+    """Serialise an answer the way the model reads it."""
+    if isinstance(answer, BaseModel):
+        return answer.model_dump_json(exclude_none=True)
+    return json.dumps(answer)

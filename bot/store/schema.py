@@ -1,0 +1,142 @@
+"""The tables of the store. Alembic owns the live schema; `alembic/versions` must match this."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from bot.records import RequestStatus
+
+# Deterministic constraint names, so later migrations can refer to them on both dialects.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+STATUS_VALUES = ", ".join(f"'{status.value}'" for status in RequestStatus)
+
+# JSONB on PostgreSQL (binary, indexable); SQLite stores JSON as text.
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in and out, on every dialect.
+
+    PostgreSQL keeps `timestamptz`; SQLite has no time zones, so values are stored as naive UTC
+    text (which also sorts chronologically) and given back their UTC zone on the way out.
+    Naive datetimes are refused: their meaning depends on the machine that made them.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware values")
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class RequestRow(Base):
+    """One human-input request; `status` moves away from 'pending' exactly once."""
+
+    __tablename__ = "requests"
+    __table_args__ = (
+        CheckConstraint(f"status IN ({STATUS_VALUES})", name="status"),
+        # Serves "pending, earliest expires_at first" (due sweep, next deadline) and
+        # list_pending as index range scans.
+        Index("ix_requests_status_expires_at", "status", "expires_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    tool_name: Mapped[str] = mapped_column(String)
+    arguments: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    room_id: Mapped[str] = mapped_column(String)
+    tool_call_id: Mapped[str] = mapped_column(String)
+    channel_id: Mapped[str] = mapped_column(String)
+    channel_type: Mapped[str] = mapped_column(String)
+    actor_id: Mapped[str | None] = mapped_column(String)
+    detached: Mapped[bool]
+    status: Mapped[str] = mapped_column(String)
+    result: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    settled_by: Mapped[str | None] = mapped_column(String)
+    settled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    message_refs: Mapped[dict[str, Any]] = mapped_column(
+        JsonType, default=dict, server_default="{}"
+    )
+
+
+class TransitionRow(Base):
+    """Every status change of a request, creation included (from_status NULL)."""
+
+    __tablename__ = "transitions"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(
+        ForeignKey("requests.id", ondelete="CASCADE"), index=True
+    )
+    from_status: Mapped[str | None] = mapped_column(String)
+    to_status: Mapped[str] = mapped_column(String)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    by: Mapped[str | None] = mapped_column(String)
+    detail: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict, server_default="{}")
+
+
+class AuditRow(Base):
+    """The append-only audit log. No foreign key: it outlives requests and records attempts
+    on ids that never existed."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    action: Mapped[str] = mapped_column(String)
+    request_id: Mapped[str | None] = mapped_column(String, index=True)
+    actor_id: Mapped[str | None] = mapped_column(String)
+    detail: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict, server_default="{}")
+
+
+class TranscriptRow(Base):
+    """The agent transcript of one room, replaced at every tool boundary."""
+
+    __tablename__ = "transcripts"
+
+    room_id: Mapped[str] = mapped_column(String, primary_key=True)
+    channel_id: Mapped[str] = mapped_column(String, primary_key=True)
+    messages: Mapped[list[dict[str, Any]]] = mapped_column(JsonType)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+metadata = Base.metadata
