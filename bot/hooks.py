@@ -146,6 +146,11 @@ class HookRegistry:
             return HookResult.allow()
         return result if result is not None else HookResult.allow()
 
+    def fire(self, trigger: HookTrigger, event: Any, context: HookContext) -> None:
+        """Run a trigger's hooks in the background (from a teardown that must not wait)."""
+        if self._hooks[trigger]:
+            self._track(self.run(trigger, event, context))
+
     def _start(self, registration: _Registration, event: Any, context: HookContext) -> None:
         async def observe() -> None:
             try:
@@ -153,7 +158,10 @@ class HookRegistry:
             except Exception:
                 log.exception("async hook %s failed", registration.name)
 
-        task = asyncio.ensure_future(observe())
+        self._track(observe())
+
+    def _track(self, coroutine: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

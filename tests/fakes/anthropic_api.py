@@ -336,28 +336,29 @@ def _validate(request: web.Request, body: dict[str, Any]) -> None:
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
             raise bad(f"messages.{i}: expected an object with role 'user' or 'assistant'")
+
+    def ids(msg: dict[str, Any], kind: str, key: str) -> list[Any]:
+        return [b.get(key) for b in _blocks(msg) if b.get("type") == kind]
+
+    uses = [ids(m, "tool_use", "id") if m["role"] == "assistant" else [] for m in messages]
+    results = [ids(m, "tool_result", "tool_use_id") for m in messages]
     for i, msg in enumerate(messages):
-        prev_uses = set()
-        if i > 0 and messages[i - 1]["role"] == "assistant":
-            prev_uses = {
-                b.get("id") for b in _blocks(messages[i - 1]) if b.get("type") == "tool_use"
-            }
         for j, b in enumerate(_blocks(msg)):
-            if b.get("type") == "tool_result" and b.get("tool_use_id") not in prev_uses:
+            if b.get("type") == "tool_result" and b.get("tool_use_id") not in (
+                uses[i - 1] if i else []
+            ):
                 raise bad(
                     f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result`"
                     f" blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a"
                     " corresponding `tool_use` block in the previous message."
                 )
-        if msg["role"] == "assistant" and i + 1 < len(messages):
-            uses = [b.get("id") for b in _blocks(msg) if b.get("type") == "tool_use"]
-            answered = {b.get("tool_use_id") for b in _blocks(messages[i + 1])}
-            if missing := [u for u in uses if u not in answered]:
-                raise bad(
-                    f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks"
-                    f" immediately after: {', '.join(map(str, missing))}. Each `tool_use` block"
-                    " must have a corresponding `tool_result` block in the next message."
-                )
+    for i, used in enumerate(uses[:-1]):
+        if missing := [u for u in used if u not in results[i + 1]]:
+            raise bad(
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks"
+                f" immediately after: {', '.join(map(str, missing))}. Each `tool_use` block"
+                " must have a corresponding `tool_result` block in the next message."
+            )
 
 
 def _message(body: dict[str, Any], turn: Turn) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import aiohttp
 import anthropic
 import pytest
 from anthropic import AsyncAnthropic
-from anthropic.types import MessageParam, ToolParam
+from anthropic.types import Message, MessageParam, ToolParam
 
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
@@ -146,8 +146,9 @@ async def test_error_raises_sdk_exception(
 @pytest.mark.parametrize("status", [500, 529])
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_sdk_retries_then_succeeds(fake: FakeAnthropic, status: int, streaming: bool) -> None:
-    fake.error(status, "overloaded_error", "try later")
+    fake.error(status, "api_error" if status == 500 else "overloaded_error", "try later")
     fake.script(reply_text("second time lucky"))
+    msg: Message
     async with sdk(fake, max_retries=1) as client:
         if streaming:
             async with client.messages.stream(model=MODEL, max_tokens=9, messages=HELLO) as s:

@@ -1,0 +1,346 @@
+"""The agent: a tool loop over the Anthropic Messages API (the only module importing anthropic).
+
+One turn: the person's text goes into the room's transcript, the model answers, every tool call
+of a round runs concurrently (human tools pause until a person answers), the results go back,
+and the loop repeats until the model stops calling tools. The transcript is saved at every tool
+boundary, so a run can be picked up again from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anthropic
+import jsonschema
+
+from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
+from bot.hooks import HookContext, HookRegistry, HookTrigger, ToolCallEvent
+from bot.human_tools import HumanInputToolHandler
+from bot.records import RequestStore
+from bot.tool_context import ToolCallContext, tool_turn_context
+from bot.tools import AITool, ToolHandler
+
+log = logging.getLogger(__name__)
+
+ToolStartCallback = Callable[[str, str], None]
+"""(tool name, tool_use id): told as soon as a tool_use block starts streaming."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTurn:
+    """One model response: its content blocks as the API takes them back, and why it stopped."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [block for block in self.content if block.get("type") == "tool_use"]
+
+    @property
+    def text(self) -> str:
+        texts = (b.get("text", "") for b in self.content if b.get("type") == "text")
+        return "\n".join(t for t in texts if t)
+
+
+class AIProvider(Protocol):
+    """Produces the model's next turn for a transcript and the tools offered."""
+
+    async def generate(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[AITool],
+        on_tool_start: ToolStartCallback,
+    ) -> AssistantTurn: ...
+
+
+class AnthropicAIProvider:
+    """The Anthropic Messages API through the official SDK, streamed."""
+
+    def __init__(
+        self,
+        model: str = "claude-sonnet-5-5",
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        max_tokens: int = 4096,
+        max_retries: int = 2,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self._client = client or anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=max_retries
+        )
+
+    async def generate(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[AITool],
+        on_tool_start: ToolStartCallback,
+    ) -> AssistantTurn:
+        offered: Any = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+        extra: dict[str, Any] = {"system": system} if system else {}
+        async with self._client.messages.stream(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            messages=messages,  # type: ignore[arg-type]
+            tools=offered,
+            **extra,
+        ) as stream:
+            async for event in stream:
+                if event.type == "content_block_start" and event.content_block.type == "tool_use":
+                    on_tool_start(event.content_block.name, event.content_block.id)
+            message = await stream.get_final_message()
+        content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
+        return AssistantTurn(content=content, stop_reason=message.stop_reason)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """How one tool call ended, as the model will read it."""
+
+    content: str
+    is_error: bool = False
+    refused: bool = False
+    detail: str | None = None
+
+
+@dataclass
+class AIChannel:
+    """An agent that serves every room it is asked in; its tools run per call, concurrently."""
+
+    channel_id: str
+    provider: AIProvider
+    system_prompt: str = ""
+    tool_handler: ToolHandler | None = None
+    human_input_handler: HumanInputToolHandler | None = None
+    tools: Iterable[AITool] = ()
+    max_rounds: int = 20
+    channel_type: str = "ai"
+    hooks: HookRegistry = field(default_factory=HookRegistry)
+    store: RequestStore | None = None
+    _transcripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    _room_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _warned: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.tools = list(self.tools)
+        human = self.human_input_handler
+        for name in sorted(human.tool_names if human else ()):
+            if name not in self.offered_tools:
+                self._warn_once(name, "serves tool '%s' but never offers it to the model")
+
+    @property
+    def offered_tools(self) -> dict[str, AITool]:
+        human = self.human_input_handler.tool_definitions if self.human_input_handler else []
+        return {tool.name: tool for tool in [*self.tools, *human]}
+
+    def _warn_once(self, name: str, message: str) -> None:
+        if name not in self._warned:
+            self._warned.add(name)
+            log.warning("channel %s " + message, self.channel_id, name)
+
+    # -- a turn -------------------------------------------------------------------------
+
+    async def respond(self, room_id: str, text: str, *, actor_id: str | None = None) -> str:
+        """Run one turn for `actor_id`'s message in `room_id`; returns the model's final text."""
+        lock = self._room_locks.setdefault(room_id, asyncio.Lock())
+        async with lock:
+            messages = await self._load(room_id)
+            _append_user_text(messages, text)
+            await self._save(room_id, messages)
+            return await self._run_rounds(room_id, messages, actor_id)
+
+    async def _run_rounds(
+        self, room_id: str, messages: list[dict[str, Any]], actor_id: str | None
+    ) -> str:
+        offered = self.offered_tools
+        texts: list[str] = []
+        for _ in range(self.max_rounds):
+            turn = await self.provider.generate(
+                system=self.system_prompt,
+                messages=messages,
+                tools=list(offered.values()),
+                on_tool_start=lambda name, call_id: self._preparing(
+                    name, call_id, room_id, actor_id
+                ),
+            )
+            messages.append({"role": "assistant", "content": turn.content})
+            await self._save(room_id, messages)
+            if turn.text:
+                texts.append(turn.text)
+            if not turn.tool_calls:
+                return "\n\n".join(texts)
+            try:
+                results = await asyncio.gather(
+                    *(self._run_tool(call, offered, room_id, actor_id) for call in turn.tool_calls)
+                )
+            except asyncio.CancelledError:
+                messages.append(_cancelled_results(turn.tool_calls))
+                await asyncio.shield(self._save(room_id, messages))
+                raise
+            messages.append({"role": "user", "content": results})
+            await self._save(room_id, messages)
+        texts.append(f"(stopped after {self.max_rounds} rounds of tool calls)")
+        return "\n\n".join(texts)
+
+    def _preparing(self, name: str, call_id: str, room_id: str, actor_id: str | None) -> None:
+        human = self.human_input_handler
+        if human is not None and name in human.tool_names and name in self.offered_tools:
+            human.handler.announce_preparing(
+                name, {}, room_id=room_id, tool_call_id=call_id, channel_id=self.channel_id,
+                channel_type=self.channel_type, actor_id=actor_id,
+            )  # fmt: skip
+
+    # -- one tool call --------------------------------------------------------------------
+
+    async def _run_tool(
+        self,
+        call: dict[str, Any],
+        offered: dict[str, AITool],
+        room_id: str,
+        actor_id: str | None,
+    ) -> dict[str, Any]:
+        name, call_id = call["name"], call["id"]
+        arguments: dict[str, Any] = call.get("input") or {}
+        event = ToolCallEvent(name, arguments, call_id, room_id, self.channel_id, actor_id)
+        context = HookContext(room_id=room_id, channel_id=self.channel_id)
+        try:
+            outcome = await self._decide(event, offered, context, actor_id)
+        except asyncio.CancelledError:
+            self.hooks.fire(HookTrigger.ON_TOOL_CALL, _ended(event, cancelled=True), context)
+            raise
+        ended = _ended(event, outcome=outcome)
+        await self.hooks.run(HookTrigger.ON_TOOL_CALL, ended, context)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
+        block["content"] = outcome.content
+        if outcome.is_error:
+            block["is_error"] = True
+        return block
+
+    async def _decide(
+        self,
+        event: ToolCallEvent,
+        offered: dict[str, AITool],
+        context: HookContext,
+        actor_id: str | None,
+    ) -> _Outcome:
+        tool = offered.get(event.tool_name)
+        if tool is None:
+            self._warn_once(event.tool_name, "dropped a call to '%s', a tool it does not offer")
+            message = f"Tool '{event.tool_name}' is not available in this conversation"
+            return _Outcome(json.dumps({"error": message}), is_error=True, refused=True)
+        gate = await self.hooks.run(HookTrigger.BEFORE_TOOL_USE, event, context)
+        if gate.blocked:
+            reason = gate.reason or "Blocked by BEFORE_TOOL_USE hook"
+            return _Outcome(json.dumps({"error": reason}), is_error=True, refused=True)
+        arguments = event.arguments
+        if "arguments" in gate.metadata:
+            arguments = gate.metadata["arguments"]
+            problem = _schema_problem(tool, arguments)
+            if problem is not None:
+                error = ToolRefusedError(f"Replacement arguments rejected: {problem}")
+                return _Outcome(error.message, is_error=True, refused=True)
+        call_context = ToolCallContext(
+            room_id=event.room_id, channel_id=self.channel_id, channel_type=self.channel_type,
+            tool_call_id=event.tool_call_id, actor_id=actor_id,
+        )  # fmt: skip
+        with tool_turn_context(call_context):
+            return await self._dispatch(event.tool_name, arguments)
+
+    async def _dispatch(self, name: str, arguments: dict[str, Any]) -> _Outcome:
+        human = self.human_input_handler
+        try:
+            if human is not None and name in human.tool_names:
+                return _Outcome(await human(name, arguments))
+            if self.tool_handler is None:
+                raise UnservedToolCallError(name)
+            return _Outcome(await self.tool_handler(name, arguments))
+        except ToolCallError as err:
+            refused = isinstance(err, ToolRefusedError | UnservedToolCallError)
+            return _Outcome(err.message, is_error=True, refused=refused, detail=err.reason)
+        except Exception as err:  # the model reads that it failed, never the message
+            log.exception("tool %s failed", name)
+            failed = json.dumps({"error": f"Tool '{name}' failed"})
+            return _Outcome(failed, is_error=True, detail=f"{type(err).__name__}: {err}")
+
+    # -- transcript -----------------------------------------------------------------------
+
+    async def _load(self, room_id: str) -> list[dict[str, Any]]:
+        if self.store is not None:
+            return await self.store.load_transcript(room_id, self.channel_id)
+        return self._transcripts.setdefault(room_id, [])
+
+    async def _save(self, room_id: str, messages: list[dict[str, Any]]) -> None:
+        if self.store is not None:
+            await self.store.save_transcript(room_id, self.channel_id, messages)
+
+    async def transcript(self, room_id: str) -> list[dict[str, Any]]:
+        """The room's messages as the model sees them."""
+        return list(await self._load(room_id))
+
+
+def _append_user_text(messages: list[dict[str, Any]], text: str) -> None:
+    """Add the person's text; after tool results it joins that user message (roles alternate)."""
+    if messages and messages[-1]["role"] == "user":
+        content = messages[-1]["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        messages[-1]["content"] = [*content, {"type": "text", "text": text}]
+    else:
+        messages.append({"role": "user", "content": text})
+
+
+def _cancelled_results(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tool results for a round cut short, so the transcript stays valid for the next turn."""
+    error = json.dumps({"error": "Tool call cancelled"})
+    blocks = [
+        {"type": "tool_result", "tool_use_id": c["id"], "content": error, "is_error": True}
+        for c in calls
+    ]
+    return {"role": "user", "content": blocks}
+
+
+def _schema_problem(tool: AITool, arguments: Any) -> str | None:
+    try:
+        jsonschema.validate(arguments, tool.parameters)
+    except jsonschema.ValidationError as err:
+        return str(err.message)
+    return None
+
+
+def _ended(
+    event: ToolCallEvent, *, outcome: _Outcome | None = None, cancelled: bool = False
+) -> ToolCallEvent:
+    if outcome is None:
+        return ToolCallEvent(**{**_fields(event), "is_error": True, "cancelled": cancelled})
+    return ToolCallEvent(
+        **{
+            **_fields(event),
+            "result": outcome.content,
+            "is_error": outcome.is_error,
+            "refused": outcome.refused,
+            "error_detail": outcome.detail,
+        }
+    )
+
+
+def _fields(event: ToolCallEvent) -> dict[str, Any]:
+    names = ("tool_name", "arguments", "tool_call_id", "room_id", "channel_id", "actor_id")
+    return {name: getattr(event, name) for name in names}
