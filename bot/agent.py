@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 ToolStartCallback = Callable[[str, str], None]
 """(tool name, tool_use id): told as soon as a tool_use block starts streaming."""
+TextCallback = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,17 +159,32 @@ class AIChannel:
 
     # -- a turn -------------------------------------------------------------------------
 
-    async def respond(self, room_id: str, text: str, *, actor_id: str | None = None) -> str:
-        """Run one turn for `actor_id`'s message in `room_id`; returns the model's final text."""
+    async def respond(
+        self,
+        room_id: str,
+        text: str,
+        *,
+        actor_id: str | None = None,
+        on_text: TextCallback | None = None,
+    ) -> str:
+        """Run one turn for `actor_id`'s message in `room_id`; returns all the model wrote.
+
+        `on_text` is given each piece of text as the model writes it, before its tool calls
+        run, so a surface can post "I'll ask for approval" ahead of the request itself.
+        """
         lock = self._room_locks.setdefault(room_id, asyncio.Lock())
         async with lock:
             messages = await self._load(room_id)
             _append_user_text(messages, text)
             await self._save(room_id, messages)
-            return await self._run_rounds(room_id, messages, actor_id)
+            return await self._run_rounds(room_id, messages, actor_id, on_text)
 
     async def _run_rounds(
-        self, room_id: str, messages: list[dict[str, Any]], actor_id: str | None
+        self,
+        room_id: str,
+        messages: list[dict[str, Any]],
+        actor_id: str | None,
+        on_text: TextCallback | None,
     ) -> str:
         offered = self.offered_tools
         texts: list[str] = []
@@ -185,6 +201,8 @@ class AIChannel:
             await self._save(room_id, messages)
             if turn.text:
                 texts.append(turn.text)
+                if on_text is not None:
+                    await on_text(turn.text)
             if not turn.tool_calls:
                 return "\n\n".join(texts)
             try:

@@ -195,6 +195,19 @@ def _check_selection(answer: BaseModel, arguments: dict[str, Any]) -> None:
         raise ValueError("selectedValue does not match the option at selectedIndex")
 
 
+def file_extension(accepted: str) -> str:
+    """'.PDF', 'pdf' and 'application/pdf' all name the extension 'pdf'."""
+    return accepted.strip().lower().rsplit("/", 1)[-1].lstrip(".")
+
+
+def _check_upload(answer: BaseModel, arguments: dict[str, Any]) -> None:
+    assert isinstance(answer, UploadFileAnswer)
+    accepted = {file_extension(t) for t in arguments.get("acceptedTypes") or []}
+    extension = answer.fileName.rsplit(".", 1)[-1].lower() if "." in answer.fileName else ""
+    if accepted and extension not in accepted:
+        raise ValueError(f"{answer.fileName} is not one of the accepted types: {sorted(accepted)}")
+
+
 BUILTIN_TOOLS: dict[str, HumanTool] = {
     tool.name: tool
     for tool in (
@@ -227,6 +240,7 @@ BUILTIN_TOOLS: dict[str, HumanTool] = {
             "Ask the user to upload a file.",
             UploadFileArgs,
             UploadFileAnswer,
+            check_answer=_check_upload,
         ),
         HumanTool(
             "confirmAction",

@@ -1,0 +1,1 @@
+"""The console surface: the embedded default, needing no chat workspace."""

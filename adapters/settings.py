@@ -1,0 +1,42 @@
+"""Configuration: environment variables, read once at the edge by pydantic-settings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
+
+
+class Settings(BaseSettings):
+    """Every setting of `hitl-bridge`; secrets are SecretStr so they never reach a log."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    database_url: str = Field(DEFAULT_DATABASE_URL, alias="HITL_DATABASE_URL")
+    host: str = Field("127.0.0.1", alias="HITL_HOST")
+    port: int = Field(3000, alias="HITL_PORT", ge=0, le=65535)
+    timeout_seconds: float = Field(300.0, alias="HITL_TIMEOUT_SECONDS", gt=0)
+    model: str = Field("claude-sonnet-5-5", alias="HITL_MODEL")
+    admins: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_ADMINS")
+    approvers: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_APPROVERS")
+    anthropic_api_key: SecretStr | None = Field(None, alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(None, alias="ANTHROPIC_BASE_URL")
+    slack_bot_token: SecretStr | None = Field(None, alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(None, alias="SLACK_SIGNING_SECRET")
+    slack_app_token: SecretStr | None = Field(None, alias="SLACK_APP_TOKEN")
+    slack_api_url: str | None = Field(None, alias="SLACK_API_URL")
+    teams_client_id: str | None = Field(None, alias="TEAMS_CLIENT_ID")
+    teams_client_secret: SecretStr | None = Field(None, alias="TEAMS_CLIENT_SECRET")
+    teams_tenant_id: str | None = Field(None, alias="TEAMS_TENANT_ID")
+    teams_allow_unauthenticated: bool = Field(False, alias="HITL_TEAMS_ALLOW_UNAUTHENTICATED")
+
+    @field_validator("admins", "approvers", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        """`HITL_ADMINS=U1,U2` (commas or spaces) as a set of user ids."""
+        if isinstance(value, str):
+            return frozenset(part for part in value.replace(",", " ").split() if part)
+        return value

@@ -1,0 +1,125 @@
+"""A scripted model: no API key needed, and every built-in human tool gets asked once.
+
+It plays a release manager deploying a service, so the demo (and a Slack or Teams workspace
+without an Anthropic key) shows each kind of request in a believable order.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from bot.agent import AssistantTurn, ToolStartCallback
+from bot.tools import AITool
+
+SCRIPT: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "I'll prepare the release. First, a question.",
+        "AskUserQuestion",
+        {"question": "What should the release be called?"},
+    ),
+    (
+        "Thanks. The deploy needs a sign-off.",
+        "requestApproval",
+        {"action": "Deploy the release to production", "reason": "All checks passed on staging"},
+    ),
+    (
+        "Which region should go first?",
+        "selectOption",
+        {"question": "Which region first?", "options": ["eu-west-1", "us-east-1", "ap-south-1"]},
+    ),
+    (
+        "I need a few details for the change record.",
+        "collectUserData",
+        {
+            "fields": [
+                {"name": "ticket", "label": "Change ticket", "type": "text"},
+                {"name": "replicas", "label": "Replica count", "type": "number"},
+                {"name": "contact", "label": "On-call email", "type": "email"},
+            ]
+        },
+    ),
+    (
+        "Please attach the runbook.",
+        "uploadFile",
+        {"purpose": "The rollback runbook for this release", "acceptedTypes": ["pdf", "txt", "md"]},
+    ),
+    (
+        "Last step, and it cannot be undone.",
+        "confirmAction",
+        {
+            "title": "Drop the old database replica",
+            "message": "The previous release's replica will be deleted.",
+            "severity": "danger",
+        },
+    ),
+]
+
+
+class ScriptedAIProvider:
+    """Asks each tool of SCRIPT that the turn offers, in order, then summarises the answers."""
+
+    def __init__(self, script: list[tuple[str, str, dict[str, Any]]] | None = None) -> None:
+        self.script = SCRIPT if script is None else script
+
+    async def generate(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[AITool],
+        on_tool_start: ToolStartCallback,
+    ) -> AssistantTurn:
+        offered = {tool.name for tool in tools}
+        steps = [step for step in self.script if step[1] in offered]
+        asked = _tool_calls_since_last_text(messages)
+        if asked >= len(steps):
+            summary = _summary(messages, asked)
+            return AssistantTurn([{"type": "text", "text": summary}], "end_turn")
+        text, name, arguments = steps[asked]
+        call_id = f"toolu_scripted_{secrets.token_hex(6)}"
+        on_tool_start(name, call_id)
+        content: list[dict[str, Any]] = [
+            {"type": "text", "text": text},
+            {"type": "tool_use", "id": call_id, "name": name, "input": arguments},
+        ]
+        return AssistantTurn(content, "tool_use")
+
+
+def _tool_calls_since_last_text(messages: list[dict[str, Any]]) -> int:
+    """How many tool calls this turn has made: those after the person's last own words."""
+    count = 0
+    for message in reversed(messages):
+        content = message["content"]
+        if message["role"] == "user" and _has_text(content):
+            break
+        if message["role"] == "assistant":
+            count += sum(1 for block in content if block.get("type") == "tool_use")
+    return count
+
+
+def _has_text(content: Any) -> bool:
+    if isinstance(content, str):
+        return True
+    return any(block.get("type") == "text" for block in content)
+
+
+def _summary(messages: list[dict[str, Any]], asked: int) -> str:
+    results = [
+        block
+        for message in messages
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ][-asked:] if asked else []  # fmt: skip
+    if not results:
+        return "Nothing to do."
+    lines = [f"- {_describe(block)}" for block in results]
+    return "Here is what you told me:\n" + "\n".join(lines)
+
+
+def _describe(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    return f"error: {text}" if block.get("is_error") else text
