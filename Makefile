@@ -17,6 +17,7 @@ run: install
 	$(BIN)/hitl-bridge demo
 
 serve: install
+	$(BIN)/hitl-bridge db upgrade
 	$(BIN)/hitl-bridge serve
 
 lint: install

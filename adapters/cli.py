@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from adapters.settings import Settings
+from bot import ConfigurationError
 from bot.store import open_store, upgrade
 
 
@@ -22,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--message", help="run one turn with this message, then exit")
     db = commands.add_parser("db", help="database migrations")
     db.add_argument("action", choices=["upgrade"], help="migrate to the newest revision")
+    commands.add_parser("serve", help="serve Slack (HTTP or Socket Mode) on HITL_HOST:HITL_PORT")
     commands.add_parser("pending", help="list the requests waiting for an answer")
     return parser
 
@@ -37,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(_run(args, settings))
+    except ConfigurationError as err:
+        print(f"hitl-bridge: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 
@@ -47,6 +52,10 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         from adapters.console.surface import StdioTerminal
 
         return await run_demo(settings, StdioTerminal(), args.message)
+    if args.command == "serve":
+        from adapters.serve import serve
+
+        return await serve(settings)
     if args.command == "db":
         await upgrade(settings.database_url)
         print(f"database at {settings.database_url} is at the newest revision")

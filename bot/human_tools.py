@@ -7,12 +7,21 @@ writes are validated before anyone is asked; an answer is validated before the m
 from __future__ import annotations
 
 import json
+import mimetypes
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from bot.errors import (
     AnswerInvalidError,
@@ -77,6 +86,16 @@ class DataField(_Model):
 
 class CollectUserDataArgs(_Model):
     fields: Annotated[list[DataField], Field(min_length=1, max_length=20)]
+
+    @field_validator("fields")
+    @classmethod
+    def _unique_names(cls, fields: list[DataField]) -> list[DataField]:
+        # Each name is a key of the answer (and an input id on the surfaces): one per field.
+        names = [f.name for f in fields]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"field names must be unique: {', '.join(duplicates)}")
+        return fields
 
 
 class UploadFileArgs(_Model):
@@ -176,10 +195,23 @@ def _brief(err: ValidationError) -> str:
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("Input should be a number, not a boolean")
+    return value
+
+
+# A finite number (numeric strings, as surfaces submit inputs, are read as numbers). Without
+# these checks `true` read as 1, and NaN or 1e400 were accepted and reached the model as null.
+Number = Annotated[
+    int | Annotated[float, Field(allow_inf_nan=False)], BeforeValidator(_not_a_boolean)
+]
+
+
 def form_answer_model(fields: Iterable[DataField]) -> type[BaseModel]:
     """The answer model of a collectUserData form: one typed, required value per field."""
     email = Annotated[str, Field(pattern=EMAIL.pattern, max_length=254)]
-    types: dict[str, Any] = {"text": str, "number": int | float, "email": email}
+    types: dict[str, Any] = {"text": str, "number": Number, "email": email}
     definitions: dict[str, Any] = {f.name: (types[f.type], ...) for f in fields}
     return create_model(
         "CollectUserDataAnswer", __config__=ConfigDict(extra="forbid"), **definitions
@@ -195,17 +227,33 @@ def _check_selection(answer: BaseModel, arguments: dict[str, Any]) -> None:
         raise ValueError("selectedValue does not match the option at selectedIndex")
 
 
-def file_extension(accepted: str) -> str:
-    """'.PDF', 'pdf' and 'application/pdf' all name the extension 'pdf'."""
-    return accepted.strip().lower().rsplit("/", 1)[-1].lstrip(".")
+def file_accepted(file_name: str, accepted: Iterable[str]) -> bool:
+    """Whether a file's name fits the accepted types: extensions ('pdf', '.PDF', '*.pdf') or
+    MIME types ('application/pdf', 'image/*'); no accepted types accepts everything."""
+    entries = [entry.strip().lower() for entry in accepted if entry.strip()]
+    if not entries:
+        return True
+    name = file_name.lower()
+    guessed = mimetypes.guess_type(name)[0] or ""
+    for entry in entries:
+        if "/" not in entry:
+            if name.endswith("." + entry.lstrip("*").lstrip(".")):
+                return True
+        elif entry.endswith("/*"):
+            if guessed.startswith(entry[:-1]):
+                return True
+        elif guessed == entry or any(
+            name.endswith(x) for x in mimetypes.guess_all_extensions(entry)
+        ):
+            return True
+    return False
 
 
 def _check_upload(answer: BaseModel, arguments: dict[str, Any]) -> None:
     assert isinstance(answer, UploadFileAnswer)
-    accepted = {file_extension(t) for t in arguments.get("acceptedTypes") or []}
-    extension = answer.fileName.rsplit(".", 1)[-1].lower() if "." in answer.fileName else ""
-    if accepted and extension not in accepted:
-        raise ValueError(f"{answer.fileName} is not one of the accepted types: {sorted(accepted)}")
+    accepted = arguments.get("acceptedTypes") or []
+    if not file_accepted(answer.fileName, accepted):
+        raise ValueError(f"{answer.fileName} is not one of the accepted types: {accepted}")
 
 
 BUILTIN_TOOLS: dict[str, HumanTool] = {

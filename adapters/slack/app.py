@@ -1,0 +1,114 @@
+"""The Slack app: slack-bolt's AsyncApp wired to the core (conversations, interactions, edits)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.conversations import Conversations
+from adapters.slack.interactions import Interactions
+from adapters.slack.render import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
+from adapters.slack.surface import SlackSurface
+from bot import AIChannel, Bridge, HumanTool
+from bot.access import AnswerPolicy
+from bot.records import RequestStore
+
+log = logging.getLogger(__name__)
+
+SLACK_API_URL = "https://slack.com/api/"
+
+
+def slack_client(token: str, api_url: str | None = None) -> AsyncWebClient:
+    """A Web API client that retries 429 (honouring Retry-After), 5xx and dropped connections."""
+    return AsyncWebClient(
+        token=token,
+        base_url=api_url or SLACK_API_URL,
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            AsyncServerErrorRetryHandler(max_retry_count=2),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+class SlackAdapter:
+    """Everything Slack: Bolt listeners, the surface that posts and edits, the HTTP endpoint."""
+
+    def __init__(
+        self,
+        *,
+        bridge: Bridge,
+        channel: AIChannel,
+        client: AsyncWebClient,
+        signing_secret: str,
+        store: RequestStore,
+        policy: AnswerPolicy,
+        tools: Mapping[str, HumanTool],
+    ) -> None:
+        self.client = client
+        self.bot_user_id = ""
+        # process_before_response: our listeners ack at once and hand slow work to tasks,
+        # so Bolt answers Slack as soon as the ack is done instead of polling for it.
+        self.app = AsyncApp(
+            client=client, signing_secret=signing_secret, process_before_response=True
+        )
+        self.surface = SlackSurface(client, store, tools)
+        bridge.add_observer(self.surface.observe)
+        self.conversations = Conversations(
+            channel=channel,
+            surface=self.surface,
+            store=store,
+            policy=policy,
+            handlers=lambda: bridge.handlers,
+            bot_user_id=lambda: self.bot_user_id,
+        )
+        self.interactions = Interactions(
+            client=client,
+            surface=self.surface,
+            store=store,
+            policy=policy,
+            handler_for=bridge.handler_for,
+            tools=tools,
+        )
+        self._register()
+
+    def _register(self) -> None:
+        app = self.app
+        app.event("app_mention")(self._on_mention)
+        app.event("message")(self._on_message)
+        app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
+        app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
+
+    async def _on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        await self.conversations.on_message(event, mentioned=True)
+
+    async def _on_message(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        await self.conversations.on_message(event, mentioned=False)
+
+    async def start(self) -> None:
+        """Learn who the bot is (auth.test): its own messages are ignored, its mention stripped."""
+        auth = await self.client.auth_test()
+        self.bot_user_id = str(auth["user_id"])
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """POST /slack/events: Bolt verifies the signature (401 if bad or stale) and dispatches."""
+        response = await self.app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(response)
+
+    async def close(self) -> None:
+        await self.conversations.close()

@@ -1,0 +1,139 @@
+"""Messages to the bot: a mention, a DM or a reply in its thread starts or continues a turn.
+
+Slack may deliver one message several times: as `app_mention` and as `message` (different
+event ids), and again on Events API retries. The store's one-time claim on the message's
+channel and ts makes exactly one delivery run, on whichever worker it lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+from adapters.slack.rooms import SlackRoom
+from adapters.slack.surface import SlackSurface
+from bot import AIChannel, HumanInputHandler, PendingInput
+from bot.access import AnswerPolicy
+from bot.records import RequestStore
+
+log = logging.getLogger(__name__)
+
+QUESTION_TOOL = "AskUserQuestion"
+
+
+def room_of(event: dict[str, Any]) -> SlackRoom:
+    """The thread a message belongs to; a DM outside threads is its own room."""
+    thread_ts = event.get("thread_ts")
+    if thread_ts is None and event.get("channel_type") == "im":
+        return SlackRoom(event["channel"], "")
+    return SlackRoom(event["channel"], thread_ts or event["ts"])
+
+
+def strip_mention(text: str, bot_user_id: str) -> str:
+    return re.sub(rf"<@{re.escape(bot_user_id)}(\|[^>]*)?>", "", text).strip()
+
+
+def is_from_person(event: dict[str, Any], bot_user_id: str) -> bool:
+    """A person's own new message: not a bot's, not an edit or a join notice."""
+    return (
+        "subtype" not in event
+        and "bot_id" not in event
+        and bool(event.get("user"))
+        and event.get("user") != bot_user_id
+    )
+
+
+class Conversations:
+    """Routes people's messages to answers (a pending question) or to agent turns."""
+
+    def __init__(
+        self,
+        *,
+        channel: AIChannel,
+        surface: SlackSurface,
+        store: RequestStore,
+        policy: AnswerPolicy,
+        handlers: Callable[[], list[HumanInputHandler]],
+        bot_user_id: Callable[[], str],
+    ) -> None:
+        self.channel = channel
+        self.surface = surface
+        self.store = store
+        self.policy = policy
+        self.handlers = handlers
+        self.bot_user_id = bot_user_id
+        self._turns: set[asyncio.Task[None]] = set()
+
+    async def on_message(self, event: dict[str, Any], *, mentioned: bool) -> None:
+        """Handle one delivery of a message event (called after the ack)."""
+        bot = self.bot_user_id()
+        if not is_from_person(event, bot):
+            return
+        if not await self.store.claim_once(f"slack:message:{event['channel']}:{event['ts']}"):
+            return  # another delivery of this message ran (or is running) already
+        room = room_of(event)
+        user, text = event["user"], strip_mention(event.get("text", ""), bot)
+        if await self._answer_question(room, user, text):
+            return
+        if await self._addressed(event, mentioned, room):
+            self._start_turn(room, user, text)
+
+    async def _addressed(self, event: dict[str, Any], mentioned: bool, room: SlackRoom) -> bool:
+        """A mention, a DM, or a reply in a thread where the bot is talking."""
+        if mentioned or f"<@{self.bot_user_id()}" in event.get("text", ""):
+            return True
+        if event.get("channel_type") == "im":
+            return True
+        return bool(event.get("thread_ts")) and await self._bot_in_thread(room)
+
+    async def _answer_question(self, room: SlackRoom, user: str, text: str) -> bool:
+        """A thread reply answers the oldest open question there that `user` may answer."""
+        question = self._open_question(room, user)
+        if question is None or not text:
+            return False
+        handler, request = question
+        answer = json.dumps({"answer": text})
+        return await handler.answer(request.pending_id, answer, by=user)
+
+    def _open_question(
+        self, room: SlackRoom, user: str
+    ) -> tuple[HumanInputHandler, PendingInput] | None:
+        for handler in self.handlers():
+            questions = [
+                request
+                for request in handler.pending.values()
+                if request.room_id == room.room_id
+                and request.tool_name == QUESTION_TOOL
+                and self.policy.may_answer(user, request.actor_id)
+            ]
+            if questions:
+                return handler, min(questions, key=lambda r: r.created_at)
+        return None
+
+    async def _bot_in_thread(self, room: SlackRoom) -> bool:
+        return bool(await self.store.load_transcript(room.room_id, self.channel.channel_id))
+
+    def _start_turn(self, room: SlackRoom, user: str, text: str) -> None:
+        task = asyncio.create_task(self._run_turn(room, user, text or "Hello"))
+        self._turns.add(task)
+        task.add_done_callback(self._turns.discard)
+
+    async def _run_turn(self, room: SlackRoom, user: str, text: str) -> None:
+        async def post(reply: str) -> None:
+            await self.surface.post_text(room, reply)
+
+        try:
+            await self.channel.respond(room.room_id, text, actor_id=user, on_text=post)
+        except Exception:
+            log.exception("turn in %s failed", room.room_id)
+            await post("Sorry, I could not finish that: something went wrong on my side.")
+
+    async def close(self) -> None:
+        """Cancel turns still running (their open requests are withdrawn)."""
+        for task in list(self._turns):
+            task.cancel()
+        await asyncio.gather(*self._turns, return_exceptions=True)

@@ -1,0 +1,155 @@
+"""The Slack surface: posts each request in its thread and edits that message on every change.
+
+Updates of one request are shown in order (a lock per tool call); a failed Web API call is
+retried (slack_sdk's handlers for 429, 5xx and dropped connections, then our own backoff for
+transient errors) and, if it still fails, logged as an error: never dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.render import SlackMessage, render_message
+from adapters.slack.rooms import SlackRoom, parse_room
+from adapters.slack.text import MESSAGE_TEXT, escape, truncate
+from bot import HumanTool, RenderState, RequestUpdate
+from bot.records import RequestStore
+
+log = logging.getLogger(__name__)
+
+SURFACE = "slack"
+ATTEMPTS = 4
+# Errors that another attempt cannot fix: the payload, the target or the token is wrong.
+FATAL_ERRORS = frozenset({
+    "invalid_blocks", "invalid_arguments", "msg_too_long", "no_text", "message_not_found",
+    "channel_not_found", "not_in_channel", "is_archived", "cant_update_message",
+    "invalid_auth", "not_authed", "account_inactive", "token_revoked", "missing_scope",
+    "user_not_found", "user_not_in_channel", "expired_trigger_id", "invalid_trigger_id",
+})  # fmt: skip
+ENDINGS = frozenset({RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED,
+                     RenderState.CANCELLED})  # fmt: skip
+
+
+async def call_slack(
+    call: Callable[[], Awaitable[Any]], what: str, attempts: int = ATTEMPTS
+) -> Any | None:
+    """Run a Web API call with backoff on transient errors; None (logged) if it never succeeded."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except SlackApiError as err:
+            error = str(err.response.get("error", ""))
+            if error in FATAL_ERRORS or attempt == attempts - 1:
+                log.error("Slack %s failed: %s", what, error or err)
+                return None
+        except (TimeoutError, OSError) as err:
+            if attempt == attempts - 1:
+                log.error("Slack %s failed: %s", what, err)
+                return None
+        await asyncio.sleep(0.2 * 2**attempt)
+    return None
+
+
+class SlackSurface:
+    """Observer of the core's requests for rooms that are Slack threads."""
+
+    def __init__(
+        self, client: AsyncWebClient, store: RequestStore, tools: Mapping[str, HumanTool]
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.tools = tools
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._preparing: dict[str, str] = {}  # tool_call_id -> ts of "Preparing request…"
+        self._posted: dict[str, dict[str, str]] = {}  # pending_id -> {"channel", "ts"}
+
+    async def observe(self, update: RequestUpdate) -> None:
+        room = parse_room(update.room_id)
+        if room is None:
+            return
+        key = update.tool_call_id or update.pending_id
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            await self._show(update, room)
+        if update.state in ENDINGS and not lock.locked():
+            self._locks.pop(key, None)
+
+    async def _show(self, update: RequestUpdate, room: SlackRoom) -> None:
+        message = render_message(update, self.tools.get(update.tool_name))
+        if update.state is RenderState.IN_PROGRESS:
+            ts = await self._post(room, message)
+            if ts is not None:
+                self._preparing[update.tool_call_id] = ts
+            return
+        if update.state is RenderState.EXECUTING:
+            await self._show_request(update, room, message)
+            return
+        ref = self._posted.pop(update.pending_id, None) or await self._stored_ref(update)
+        if ref is None:
+            log.error("no Slack message to edit for request %s", update.pending_id)
+            return
+        await self._edit(ref["channel"], ref["ts"], message)
+
+    async def _show_request(
+        self, update: RequestUpdate, room: SlackRoom, message: SlackMessage
+    ) -> None:
+        """Turn the "Preparing…" message into the request, or post it; remember where."""
+        ts = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
+        if ts is None or not await self._edit(room.channel, ts, message):
+            ts = await self._post(room, message)
+        if ts is None:
+            return
+        ref = {"channel": room.channel, "ts": ts}
+        self._posted[update.pending_id] = ref
+        await self.store.set_message_ref(update.pending_id, SURFACE, ref)
+
+    async def _stored_ref(self, update: RequestUpdate) -> dict[str, str] | None:
+        record = await self.store.get_request(update.pending_id)
+        ref = record.message_refs.get(SURFACE) if record is not None else None
+        return {"channel": str(ref["channel"]), "ts": str(ref["ts"])} if ref else None
+
+    async def _post(self, room: SlackRoom, message: SlackMessage) -> str | None:
+        response = await call_slack(
+            lambda: self.client.chat_postMessage(
+                channel=room.channel,
+                thread_ts=room.thread_ts or None,
+                text=message.text,
+                blocks=message.blocks,
+            ),
+            "chat.postMessage",
+        )
+        return str(response["ts"]) if response is not None else None
+
+    async def _edit(self, channel: str, ts: str, message: SlackMessage) -> bool:
+        response = await call_slack(
+            lambda: self.client.chat_update(
+                channel=channel, ts=ts, text=message.text, blocks=message.blocks
+            ),
+            "chat.update",
+        )
+        return response is not None
+
+    async def post_text(self, room: SlackRoom, text: str) -> None:
+        """Post the agent's words in the thread, escaped: the model cannot ping or hide links."""
+        safe = truncate(escape(text), MESSAGE_TEXT)
+        await call_slack(
+            lambda: self.client.chat_postMessage(
+                channel=room.channel, thread_ts=room.thread_ts or None, text=safe
+            ),
+            "chat.postMessage",
+        )
+
+    async def tell(self, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:
+        """A private (ephemeral) note to one user."""
+        await call_slack(
+            lambda: self.client.chat_postEphemeral(
+                channel=channel, user=user, text=text, thread_ts=thread_ts
+            ),
+            "chat.postEphemeral",
+        )
