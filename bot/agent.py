@@ -198,23 +198,26 @@ class AIChannel:
                 ),
             )
             messages.append({"role": "assistant", "content": turn.content})
-            await self._save(room_id, messages)
-            if turn.text:
-                texts.append(turn.text)
-                if on_text is not None:
-                    await on_text(turn.text)
-            if not turn.tool_calls:
-                return "\n\n".join(texts)
+            # Until its results are saved, a turn cancelled here must leave every tool_use with
+            # a result: a save the cancellation cut short may have committed already.
             try:
+                await self._save(room_id, messages)
+                if turn.text:
+                    texts.append(turn.text)
+                    if on_text is not None:
+                        await on_text(turn.text)
+                if not turn.tool_calls:
+                    return "\n\n".join(texts)
                 results = await asyncio.gather(
                     *(self._run_tool(call, offered, room_id, actor_id) for call in turn.tool_calls)
                 )
+                messages.append({"role": "user", "content": results})
+                await self._save(room_id, messages)
             except asyncio.CancelledError:
-                messages.append(_cancelled_results(turn.tool_calls))
+                if turn.tool_calls and messages[-1]["role"] == "assistant":
+                    messages.append(_cancelled_results(turn.tool_calls))
                 await asyncio.shield(self._save(room_id, messages))
                 raise
-            messages.append({"role": "user", "content": results})
-            await self._save(room_id, messages)
         texts.append(f"(stopped after {self.max_rounds} rounds of tool calls)")
         return "\n\n".join(texts)
 
@@ -316,6 +319,13 @@ class AIChannel:
 
 def _append_user_text(messages: list[dict[str, Any]], text: str) -> None:
     """Add the person's text; after tool results it joins that user message (roles alternate)."""
+    # A round whose process stopped before its results were saved (a crash, a restart) ends
+    # in tool_use blocks without results, which the API refuses in every later turn: close it.
+    last = messages[-1] if messages and messages[-1]["role"] == "assistant" else {}
+    content = last.get("content")
+    blocks = content if isinstance(content, list) else []
+    if calls := [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]:
+        messages.append(_cancelled_results(calls))
     if messages and messages[-1]["role"] == "user":
         content = messages[-1]["content"]
         if isinstance(content, str):

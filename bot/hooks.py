@@ -104,7 +104,9 @@ class HookRegistry:
         name: str | None = None,
     ) -> None:
         hooks = self._hooks[trigger]
-        hooks.append(_Registration(hook, execution, priority, name or hook.__name__))
+        # A hook may be any callable (an object with __call__, a partial), not only a function.
+        label: str = name or getattr(hook, "__name__", None) or type(hook).__name__
+        hooks.append(_Registration(hook, execution, priority, label))
         hooks.sort(key=lambda r: r.priority)
 
     def has(self, trigger: HookTrigger) -> bool:
