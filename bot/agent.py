@@ -120,6 +120,7 @@ class _Outcome:
     is_error: bool = False
     refused: bool = False
     detail: str | None = None
+    arguments: dict[str, Any] | None = None  # what ran, when a hook replaced the model's
 
 
 @dataclass
@@ -245,8 +246,11 @@ class AIChannel:
         try:
             outcome = await self._decide(event, offered, context, actor_id)
         except asyncio.CancelledError:
+            self._drop_announced(event, "The turn was cancelled")
             self.hooks.fire(HookTrigger.ON_TOOL_CALL, _ended(event, cancelled=True), context)
             raise
+        if outcome.refused:
+            self._drop_announced(event, outcome.detail or "Refused")
         ended = _ended(event, outcome=outcome)
         await self.hooks.run(HookTrigger.ON_TOOL_CALL, ended, context)
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
@@ -283,7 +287,23 @@ class AIChannel:
             tool_call_id=event.tool_call_id, actor_id=actor_id,
         )  # fmt: skip
         with tool_turn_context(call_context):
-            return await self._dispatch(event.tool_name, arguments)
+            outcome = await self._dispatch(event.tool_name, arguments)
+        if arguments is not event.arguments:
+            outcome.arguments = arguments
+        return outcome
+
+    def _drop_announced(self, event: ToolCallEvent, reason: str) -> None:
+        """Close a "Preparing…" message for a human tool call that asked nobody (or was cut)."""
+        human = self.human_input_handler
+        if human is None or event.tool_name not in human.tool_names:
+            return
+        announced = event.tool_name in self.offered_tools  # as _preparing decided
+        if announced and not human.handler.asked(event.tool_call_id):
+            human.handler.announce_dropped(
+                event.tool_name, event.arguments, room_id=event.room_id,
+                tool_call_id=event.tool_call_id, channel_id=self.channel_id,
+                channel_type=self.channel_type, actor_id=event.actor_id, reason=reason,
+            )  # fmt: skip
 
     async def _dispatch(self, name: str, arguments: dict[str, Any]) -> _Outcome:
         human = self.human_input_handler
@@ -361,6 +381,7 @@ def _ended(
     return ToolCallEvent(
         **{
             **_fields(event),
+            "arguments": outcome.arguments if outcome.arguments is not None else event.arguments,
             "result": outcome.content,
             "is_error": outcome.is_error,
             "refused": outcome.refused,

@@ -48,6 +48,7 @@ class Bridge:
     def register_channel(self, channel: AIChannel) -> None:
         """Attach a channel: it shares the bridge's hooks and store; its requests notify."""
         self.channels[channel.channel_id] = channel
+        self.hooks.adopt(channel.hooks)  # hooks set on the channel before it joined still run
         channel.hooks = self.hooks
         if self.store is not None:
             channel.store = self.store

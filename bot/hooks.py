@@ -109,6 +109,14 @@ class HookRegistry:
         hooks.append(_Registration(hook, execution, priority, label))
         hooks.sort(key=lambda r: r.priority)
 
+    def adopt(self, other: HookRegistry) -> None:
+        """Take over the hooks registered on `other` (a channel's own, before it joined)."""
+        if other is self:
+            return
+        for trigger, registrations in other._hooks.items():
+            self._hooks[trigger].extend(registrations)
+            self._hooks[trigger].sort(key=lambda r: r.priority)
+
     def has(self, trigger: HookTrigger) -> bool:
         return bool(self._hooks[trigger])
 

@@ -14,6 +14,7 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextvars import Context, ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -30,6 +31,10 @@ PendingInputStatus = RequestStatus
 DENIED_BY_HOOK = "Denied by ON_USER_INPUT_REQUIRED hook"
 NOTIFIER_BUDGET_SECONDS = 30.0
 DEFAULT_TIMEOUT_SECONDS = 300.0
+
+# Set inside the handler's own callbacks (notifiers, observers): a close() or drain() from there
+# must not wait for the very callback that called it.
+_in_callback: ContextVar[bool] = ContextVar("hitl_in_callback", default=False)
 
 
 class RenderState(StrEnum):
@@ -76,11 +81,16 @@ class PendingInput:
     reason: str | None = None
     settled_by: str | None = None
     settled_at: datetime | None = None
-    _future: asyncio.Future[None] | None = field(default=None, repr=False, compare=False)
+    # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves
+    # the others waiting.
+    _waiters: asyncio.Future[None] | list[asyncio.Future[None]] | None = field(
+        default=None, repr=False, compare=False
+    )
     _timer: asyncio.TimerHandle | None = field(default=None, repr=False, compare=False)
     _timer_seconds: float = field(default=0.0, repr=False, compare=False)
-    _waiters: int = field(default=0, repr=False, compare=False)
     _claimed: bool = field(default=False, repr=False, compare=False)
+    # Updates not yet delivered to the observers, while a delivery is running (else None).
+    _updates: list[RequestUpdate] | None = field(default=None, repr=False, compare=False)
 
     @property
     def lifetime_seconds(self) -> float | None:
@@ -183,7 +193,11 @@ class HumanInputHandler:
         self._observers: list[Observer] = []
         self._validators: dict[str, AnswerValidator] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._notifier_tasks: set[asyncio.Task[Any]] = set()
         self.on_deadline_armed: Callable[[datetime], None] | None = None
+        # Shared by every request's timer, rather than a bound method and a context copy each.
+        self._expire_callback = self._expire
+        self._timer_context = Context()
 
     # -- registration -------------------------------------------------------------------
 
@@ -201,6 +215,11 @@ class HumanInputHandler:
     def set_answer_validator(self, tool_name: str, validator: AnswerValidator) -> None:
         """Check (and normalise) answers to `tool_name`; a validator raises AnswerInvalidError."""
         self._validators[tool_name] = validator
+
+    def asked(self, tool_call_id: str) -> bool:
+        """Whether a request was made for this tool call (a scan: for rare paths only)."""
+        requests = (*self._active.values(), *self._settled.values())
+        return any(request.tool_call_id == tool_call_id for request in requests)
 
     @property
     def pending(self) -> dict[str, PendingInput]:
@@ -284,7 +303,9 @@ class HumanInputHandler:
         self._notify_observers(request)
         scope = self._scopes.get(channel_id) or self._scopes[None]
         if scope.notifier is not None:
-            self._spawn(self._run_notifier(scope.notifier, request))
+            task = self._spawn(self._run_notifier(scope.notifier, request))
+            self._notifier_tasks.add(task)
+            task.add_done_callback(self._notifier_tasks.discard)
         return request
 
     def _check_open(self, channel_id: str) -> None:
@@ -296,6 +317,7 @@ class HumanInputHandler:
     async def _run_notifier(self, notifier: Notifier, request: PendingInput) -> None:
         """Run the notifier beside the wait; False denies. A hang or a raise denies nothing."""
         event = _event_of(request)
+        _in_callback.set(True)
         try:
             async with asyncio.timeout(self.notifier_budget):
                 outcome = notifier(event)
@@ -320,31 +342,52 @@ class HumanInputHandler:
         if request is None:
             raise ValueError(f"Unknown human input request: {pending_id}")
         if request.status is RequestStatus.PENDING:
-            await self._block(request, timeout)
+            # A blocked waiter is its task, this frame and one future, no helper coroutine
+            # (see bench/human_input_bench.py).
+            waiter = self._add_waiter(request, timeout)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                self._withdraw_waiter(request, waiter)
+                raise
         return _outcome(request)
 
-    async def _block(self, request: PendingInput, timeout: float) -> None:
+    def _add_waiter(self, request: PendingInput, timeout: float) -> asyncio.Future[None]:
+        """A future for one more waiter; the request's deadline moves in to `timeout` if sooner."""
         loop = asyncio.get_running_loop()
-        if request._future is None:
-            request._future = loop.create_future()
-        deadline = loop.time() + timeout
-        if request._timer is None or request._timer.when() > deadline:
+        timer = request._timer
+        if timer is None or timer.when() > loop.time() + timeout:
             self._arm_timer(request, timeout)
-        request._waiters += 1
-        try:
-            await asyncio.shield(request._future)
-        except asyncio.CancelledError:
-            request._waiters -= 1
-            if request._waiters == 0 and request.status is RequestStatus.PENDING:
-                self._settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
-            raise
-        request._waiters -= 1
+        waiter: asyncio.Future[None] = loop.create_future()
+        waiters = request._waiters
+        if waiters is None:
+            request._waiters = waiter
+        elif isinstance(waiters, list):
+            waiters.append(waiter)
+        else:
+            request._waiters = [waiters, waiter]
+        return waiter
+
+    def _withdraw_waiter(self, request: PendingInput, waiter: asyncio.Future[None]) -> None:
+        """A cancelled wait(): the last waiter to go withdraws the request."""
+        waiters = request._waiters
+        if waiters is waiter:
+            request._waiters = None
+        elif isinstance(waiters, list):
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters:
+                request._waiters = None
+        if request._waiters is None and request.status is RequestStatus.PENDING:
+            self._settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
 
     def _arm_timer(self, request: PendingInput, seconds: float) -> None:
         if request._timer is not None:
             request._timer.cancel()
         request._timer_seconds = seconds
-        request._timer = asyncio.get_running_loop().call_later(seconds, self._expire, request)
+        request._timer = asyncio.get_running_loop().call_later(
+            seconds, self._expire_callback, request, context=self._timer_context
+        )
 
     def _expire(self, request: PendingInput) -> None:
         request._timer = None
@@ -412,6 +455,11 @@ class HumanInputHandler:
             if channel_id in (None, request.channel_id):
                 self._settle(request, RequestStatus.CANCELLED, reason=f"Human input {where} closed")
         if channel_id is None:
+            # A notifier may hold its budget (30 s) on a request that is now withdrawn.
+            current = asyncio.current_task()
+            for task in list(self._notifier_tasks):
+                if task is not current:
+                    task.cancel()
             await self._drain_tasks()
 
     async def answer(self, pending_id: str, result: str, *, by: str | None = None) -> bool:
@@ -503,7 +551,13 @@ class HumanInputHandler:
         record = await store.get_request(request.pending_id)  # another worker won
         if record is not None and record.status is not RequestStatus.PENDING:
             self._apply(request, _settlement_of(record))
-        return False
+            return False
+        # No settled row to follow (it was never written, or is gone): settle here rather than
+        # leave the request claimed, unanswerable and its waiters blocked for good.
+        log.error("no settled row for %s; applied %s in memory only",
+                  request.pending_id, settlement.status)  # fmt: skip
+        self._apply(request, settlement)
+        return True
 
     async def _settle_stored(
         self,
@@ -518,7 +572,13 @@ class HumanInputHandler:
         settlement = _settlement(record.id, status, result, reason, by)
         if not await self.store.settle(settlement):
             return False
+        request = self._active.get(record.id)
+        if request is not None:  # a wait() loaded it meanwhile: wake it now, not at its deadline
+            request._claimed = False
+            self._apply(request, settlement)
+            return True
         _copy_settlement(record, settlement)
+        self._retain(_from_record(record))  # a wait() loading it meanwhile finds it settled
         self._tell_observers(RequestUpdate.of(record))
         return True
 
@@ -531,8 +591,10 @@ class HumanInputHandler:
         if request._timer is not None:
             request._timer.cancel()
             request._timer = None
-        if request._future is not None and not request._future.done():
-            request._future.set_result(None)
+        waiters, request._waiters = request._waiters, None
+        for waiter in waiters if isinstance(waiters, list) else (waiters,):
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
         self._active.pop(request.pending_id, None)
         self._retain(request)
         self._notify_observers(request)
@@ -559,8 +621,40 @@ class HumanInputHandler:
         actor_id: str | None = None,
     ) -> None:
         """Tell observers a human tool's call is streaming in (the seed's inProgress)."""
+        self._announce(RenderState.IN_PROGRESS, tool_name, arguments, room_id, tool_call_id,
+                       channel_id, channel_type, actor_id, None)  # fmt: skip
+
+    def announce_dropped(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        room_id: str = "",
+        tool_call_id: str = "",
+        channel_id: str = "",
+        channel_type: str = "ai",
+        actor_id: str | None = None,
+        reason: str = "",
+    ) -> None:
+        """Tell observers an announced call never became a request (refused, or cut short),
+        so a "Preparing…" message can be closed."""
+        self._announce(RenderState.CANCELLED, tool_name, arguments, room_id, tool_call_id,
+                       channel_id, channel_type, actor_id, reason)  # fmt: skip
+
+    def _announce(
+        self,
+        state: RenderState,
+        tool_name: str,
+        arguments: dict[str, Any],
+        room_id: str,
+        tool_call_id: str,
+        channel_id: str,
+        channel_type: str,
+        actor_id: str | None,
+        reason: str | None,
+    ) -> None:
         update = RequestUpdate(
-            state=RenderState.IN_PROGRESS,
+            state=state,
             pending_id="",
             tool_name=tool_name,
             arguments=arguments,
@@ -570,24 +664,57 @@ class HumanInputHandler:
             channel_type=channel_type,
             actor_id=actor_id,
             created_at=datetime.now(UTC),
+            reason=reason,
         )
         self._tell_observers(update)
 
     def _notify_observers(self, request: PendingInput) -> None:
-        if self._observers:
-            self._tell_observers(RequestUpdate.of(request))
+        """Queue the request's current state for the observers, in order: each observer has
+        finished with one update of a request before it is given the next (a surface's edit
+        never overtakes the post it edits)."""
+        if not self._observers:
+            return
+        update = RequestUpdate.of(request)
+        if request._updates is not None:  # a delivery is running: it takes this one next
+            request._updates.append(update)
+            return
+        request._updates = [update]
+        self._spawn(self._deliver(request))
+
+    async def _deliver(self, request: PendingInput) -> None:
+        updates = request._updates
+        try:
+            while updates:
+                await self._observe_all(updates.pop(0))
+        finally:
+            request._updates = None
 
     def _tell_observers(self, update: RequestUpdate) -> None:
-        for observer in list(self._observers):
-            self._spawn(_observe(observer, update))
+        if self._observers:
+            self._spawn(self._observe_all(update))
 
-    def _spawn(self, coroutine: Awaitable[Any]) -> None:
+    async def _observe_all(self, update: RequestUpdate) -> None:
+        _in_callback.set(True)
+        observers = list(self._observers)
+        if len(observers) == 1:
+            await _observe(observers[0], update)
+        elif observers:
+            await asyncio.gather(*(_observe(observer, update) for observer in observers))
+
+    def _spawn(self, coroutine: Awaitable[Any]) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _drain_tasks(self) -> None:
-        """Let in-flight settles and observer calls finish (a close must not lose an edit)."""
+        """Let in-flight settles and observer calls finish (a close must not lose an edit).
+
+        From inside a notifier or an observer it returns at once: waiting there would wait
+        for the callback that is waiting.
+        """
+        if _in_callback.get():
+            return
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 

@@ -709,7 +709,8 @@ def _fallback_text(update: RequestUpdate, view: _ToolView) -> str:
 
 def render_message(update: RequestUpdate, tool: HumanTool | None = None) -> SlackMessage:
     """The message for `update`: a tool's own "slack" renderer if it has one, else ours."""
-    _check_request_id(update.pending_id)
+    if update.state is RenderState.EXECUTING:  # the only state whose buttons carry the id
+        _check_request_id(update.pending_id)
     view = _view_of(update.tool_name, tool)
     text = _fallback_text(update, view)
     custom = tool.renderers.get("slack") if tool is not None else None

@@ -90,6 +90,11 @@ class SlackSurface:
         if update.state is RenderState.EXECUTING:
             await self._show_request(update, room, message)
             return
+        if not update.pending_id:  # announced, never asked (refused, or the turn was cut)
+            ts = self._preparing.pop(update.tool_call_id, None)
+            if ts is not None:
+                await self._edit(room.channel, ts, message)
+            return
         ref = self._posted.pop(update.pending_id, None) or await self._stored_ref(update)
         if ref is None:
             log.error("no Slack message to edit for request %s", update.pending_id)

@@ -271,7 +271,8 @@ async def test_before_tool_use_can_block_a_call(
     assert looked_up["content"] == "found a" and "is_error" not in looked_up
     assert calls.ended["toolu_1"].refused and calls.ended["toolu_1"].is_error
     await human.handler.drain()
-    assert seen.states() == [RenderState.IN_PROGRESS]  # announced while streaming; never asked
+    # Announced while streaming, never asked: the "Preparing…" state is closed, not left open.
+    assert seen.states() == [RenderState.IN_PROGRESS, RenderState.CANCELLED]
 
 
 async def test_before_tool_use_can_replace_the_arguments(
@@ -328,7 +329,8 @@ async def test_replacement_arguments_failing_the_schema_are_refused(
     assert problem in message
     assert calls.ended["toolu_1"].refused
     await human.handler.drain()
-    assert seen.states() == [RenderState.IN_PROGRESS]  # announced while streaming; never asked
+    # Announced while streaming, never asked: the "Preparing…" state is closed, not left open.
+    assert seen.states() == [RenderState.IN_PROGRESS, RenderState.CANCELLED]
 
 
 async def test_on_tool_call_observers_see_how_each_call_ended(
