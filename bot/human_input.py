@@ -719,7 +719,8 @@ class HumanInputHandler:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def drain(self) -> None:
-        """Wait until every settle is recorded and every observer has been told."""
+        """Wait until every settle is recorded and every observer has been told (returns at
+        once when called from inside a notifier or an observer, which it would wait for)."""
         await self._drain_tasks()
 
 
