@@ -550,7 +550,7 @@ class HumanInputHandler:
             return True
         record = await store.get_request(request.pending_id)  # another worker won
         if record is not None and record.status is not RequestStatus.PENDING:
-            self._apply(request, _settlement_of(record))
+            self._apply(request, _settlement_of(record), tell=False)  # the winner told them
             return False
         # No settled row to follow (it was never written, or is gone): settle here rather than
         # leave the request claimed, unanswerable and its waiters blocked for good.
@@ -582,8 +582,20 @@ class HumanInputHandler:
         self._tell_observers(RequestUpdate.of(record))
         return True
 
-    def _apply(self, request: PendingInput, settlement: Settlement) -> None:
-        """Write the outcome on the request, wake its waiters and tell the observers."""
+    async def follow(self, request_id: str) -> None:
+        """Take up an outcome another worker recorded (its NOTIFY arrived): wake our waiters.
+
+        The surfaces were told by the worker that won the settle, so they are not told again.
+        """
+        request = self._active.get(request_id)
+        if request is None or request.status is not RequestStatus.PENDING or self.store is None:
+            return
+        record = await self.store.get_request(request_id)
+        if record is not None and record.status is not RequestStatus.PENDING:
+            self._apply(request, _settlement_of(record), tell=False)
+
+    def _apply(self, request: PendingInput, settlement: Settlement, *, tell: bool = True) -> None:
+        """Write the outcome on the request, wake its waiters and (unless told) the observers."""
         if request.status is not RequestStatus.PENDING:
             return
         _copy_settlement(request, settlement)
@@ -597,7 +609,8 @@ class HumanInputHandler:
                 waiter.set_result(None)
         self._active.pop(request.pending_id, None)
         self._retain(request)
-        self._notify_observers(request)
+        if tell:
+            self._notify_observers(request)
 
     def _retain(self, request: PendingInput) -> None:
         if self.retention <= 0:

@@ -13,7 +13,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 DEFAULT_URL = "sqlite+aiosqlite:///hitl-bridge.db"
 
@@ -67,8 +67,15 @@ def create_engine(
     target = async_url(url)
     args = connect_args_for(target, schema=schema, connect_args=connect_args)
     if is_sqlite(target):
+        if target.database in (None, "", ":memory:"):
+            # Each pooled connection (and the migration's) would see its own empty database.
+            raise ValueError("in-memory SQLite cannot be shared by the store; use a file")
         # One writer at a time is all SQLite allows; a few connections serve concurrent reads.
-        engine = create_async_engine(target, connect_args=args, pool_size=5, max_overflow=5)
+        # Resetting returned connections is left to _on_sqlite_reset, which skips the rollback
+        # when no transaction is open (each rollback is a hop to the driver's thread).
+        engine = create_async_engine(
+            target, connect_args=args, pool_size=5, max_overflow=5, pool_reset_on_return=None
+        )
         configure_sqlite(engine)
         return engine
     # pre_ping drops connections the server closed while idle (restarts, idle timeouts).
@@ -86,6 +93,7 @@ def configure_sqlite(engine: AsyncEngine) -> None:
     """WAL, a busy timeout, foreign keys, and transactions that SQLAlchemy begins itself."""
     event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
     event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
+    event.listen(engine.sync_engine, "reset", _on_sqlite_reset)
 
 
 def _on_sqlite_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
@@ -95,12 +103,8 @@ def _on_sqlite_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoo
     cursor = dbapi_connection.cursor()
     # WAL lets readers run beside the writer; NORMAL sync is durable across application
     # crashes (only an OS crash or power loss can lose the last commits).
-    for pragma in (
-        "journal_mode=WAL",
-        "synchronous=NORMAL",
-        "foreign_keys=ON",
-        f"busy_timeout={int(SQLITE_BUSY_TIMEOUT * 1000)}",
-    ):
+    # (The busy timeout is the driver's `timeout` connect argument, see connect_args_for.)
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
         cursor.execute(f"PRAGMA {pragma}")
     cursor.close()
 
@@ -108,3 +112,14 @@ def _on_sqlite_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoo
 def _on_sqlite_begin(conn: Connection) -> None:
     writer = conn.get_execution_options().get(WRITE_OPTION, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+
+
+def _on_sqlite_reset(
+    dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, state: PoolResetState
+) -> None:
+    # The driver is in autocommit mode (see _on_sqlite_connect): a transaction is open only if
+    # one of our BEGINs was never ended, e.g. by a task cancelled mid-transaction.
+    if not state.asyncio_safe or state.transaction_was_reset:
+        return
+    if record.driver_connection is not None and record.driver_connection.in_transaction:
+        dbapi_connection.rollback()

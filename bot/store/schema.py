@@ -139,4 +139,13 @@ class TranscriptRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class ClaimRow(Base):
+    """Keys claimed once across every worker (e.g. a chat event delivered twice)."""
+
+    __tablename__ = "claims"
+
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 metadata = Base.metadata

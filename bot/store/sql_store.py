@@ -3,27 +3,113 @@
 Every public method is one transaction. A settle is a single compare-and-set UPDATE; its
 transition and audit rows are written in the same transaction only when it won, so exactly one
 settle of a request ever leaves a trace, whichever process or task raced for it.
+
+Throughput notes: statements are built once at import (building and cache-keying a statement per
+call cost more than running it), and each transaction body runs as one synchronous function via
+`run_sync`, so its statements go back to back instead of each paying an await round trip through
+SQLAlchemy's async layer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Executable, Row, Table, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import AuditEntry, RequestRecord, RequestStatus, Settlement
 from bot.store.engine import WRITE_OPTION, create_engine
 from bot.store.migrate import head_revision
-from bot.store.schema import AuditRow, RequestRow, TranscriptRow, TransitionRow
+from bot.store.schema import AuditRow, ClaimRow, RequestRow, TranscriptRow, TransitionRow
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _PENDING = RequestStatus.PENDING.value
+
+# A claim only has to outlive redeliveries of its event (Slack retries within minutes); older
+# claims are deleted every CLAIM_PRUNE_EVERY claims so the table stays small.
+CLAIM_RETENTION = timedelta(days=1)
+CLAIM_PRUNE_EVERY = 1000
+
+_requests = cast(Table, RequestRow.__table__)
+_transitions = cast(Table, TransitionRow.__table__)
+_audit = cast(Table, AuditRow.__table__)
+_transcripts = cast(Table, TranscriptRow.__table__)
+_claims = cast(Table, ClaimRow.__table__)
+
+_INSERT_REQUEST = insert(_requests)
+_INSERT_TRANSITION = insert(_transitions)
+_INSERT_AUDIT = insert(_audit)
+# The compare-and-set: only a request still pending matches, so only one settle can win.
+_SETTLE = (
+    update(_requests)
+    .where(_requests.c.id == bindparam("request_id"), _requests.c.status == _PENDING)
+    .values(
+        status=bindparam("new_status"),
+        result=bindparam("new_result"),
+        reason=bindparam("new_reason"),
+        settled_by=bindparam("new_by"),
+        settled_at=bindparam("new_at"),
+    )
+)
+_GET_REQUEST = select(_requests).where(_requests.c.id == bindparam("request_id"))
+_LIST_PENDING = (
+    select(_requests)
+    .where(_requests.c.status == _PENDING)
+    .order_by(_requests.c.created_at, _requests.c.id)
+)
+# Both deadline queries are range scans of ix_requests_status_expires_at.
+_DUE = (
+    select(_requests)
+    .where(_requests.c.status == _PENDING, _requests.c.expires_at <= bindparam("now"))
+    .order_by(_requests.c.expires_at)
+    .limit(bindparam("limit"))
+)
+_NEXT_DEADLINE = (
+    select(_requests.c.expires_at)
+    .where(_requests.c.status == _PENDING, _requests.c.expires_at.is_not(None))
+    .order_by(_requests.c.expires_at)
+    .limit(1)
+)
+# FOR UPDATE (PostgreSQL) and BEGIN IMMEDIATE (SQLite) keep two surfaces that post at once
+# from overwriting each other's reference.
+_LOCK_MESSAGE_REFS = (
+    select(_requests.c.message_refs)
+    .where(_requests.c.id == bindparam("request_id"))
+    .with_for_update()
+)
+_SET_MESSAGE_REFS = (
+    update(_requests)
+    .where(_requests.c.id == bindparam("request_id"))
+    .values(message_refs=bindparam("refs"))
+)
+_LOAD_TRANSCRIPT = select(_transcripts.c.messages).where(
+    _transcripts.c.room_id == bindparam("room_id"),
+    _transcripts.c.channel_id == bindparam("channel_id"),
+)
+_PRUNE_CLAIMS = delete(_claims).where(_claims.c.claimed_at < bindparam("before"))
+
+
+def _upserts(dialect: str) -> tuple[Executable, Executable]:
+    """The transcript upsert and the claim insert: ON CONFLICT, spelled per dialect."""
+    dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    transcript = dialect_insert(_transcripts)
+    save_transcript = transcript.on_conflict_do_update(
+        index_elements=[_transcripts.c.room_id, _transcripts.c.channel_id],
+        set_={
+            "messages": transcript.excluded.messages,
+            "updated_at": transcript.excluded.updated_at,
+        },
+    )
+    claim = dialect_insert(_claims).on_conflict_do_nothing(index_elements=[_claims.c.key])
+    return save_transcript, claim
 
 
 class SqlStore:
@@ -35,6 +121,8 @@ class SqlStore:
         # SQLite has one writer per database; queueing writers here, instead of letting them
         # spin in SQLite's busy handler, keeps concurrent tasks of one process fast.
         self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+        self._save_transcript, self._claim = _upserts(engine.dialect.name)
+        self._claims = 0
 
     @classmethod
     def from_url(
@@ -53,122 +141,48 @@ class SqlStore:
 
     async def create_request(self, record: RequestRecord) -> None:
         """Insert the request with its `created` transition and audit rows."""
-        async with self._write() as conn:
-            await conn.execute(insert(RequestRow).values(**_row_values(record)))
-            await conn.execute(
-                insert(TransitionRow).values(
-                    request_id=record.id,
-                    from_status=None,
-                    to_status=record.status.value,
-                    at=record.created_at,
-                    by=record.actor_id,
-                    detail={},
-                )
-            )
-            await conn.execute(insert(AuditRow).values(**_created_audit(record)))
+        await self._write(_create, record)
 
     async def settle(self, settlement: Settlement) -> bool:
         """Compare-and-set pending -> `settlement.status`; True only for the one settle that won."""
         if settlement.status is RequestStatus.PENDING:
             raise ValueError("a settle must leave 'pending'")
-        async with self._write() as conn:
-            won = await conn.execute(
-                update(RequestRow)
-                .where(RequestRow.id == settlement.request_id, RequestRow.status == _PENDING)
-                .values(
-                    status=settlement.status.value,
-                    result=settlement.result,
-                    reason=settlement.reason,
-                    settled_by=settlement.by,
-                    settled_at=settlement.at,
-                )
-            )
-            if won.rowcount != 1:
-                return False
-            await conn.execute(insert(TransitionRow).values(**_settle_transition(settlement)))
-            await conn.execute(insert(AuditRow).values(**_settle_audit(settlement)))
-        return True
+        return await self._write(_settle, settlement)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
-        async with self._engine.connect() as conn:
-            row = (
-                await conn.execute(select(RequestRow).where(RequestRow.id == request_id))
-            ).first()
+        row = await self._read(_first, _GET_REQUEST, {"request_id": request_id})
         return None if row is None else _record(row)
 
     async def list_pending(self) -> list[RequestRecord]:
         """Pending requests, oldest first."""
-        query = (
-            select(RequestRow)
-            .where(RequestRow.status == _PENDING)
-            .order_by(RequestRow.created_at, RequestRow.id)
-        )
-        async with self._engine.connect() as conn:
-            return [_record(row) for row in await conn.execute(query)]
+        return [_record(row) for row in await self._read(_all, _LIST_PENDING, {})]
 
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
         """Pending requests whose `expires_at` is at or before `now`, earliest first."""
-        query = (
-            select(RequestRow)
-            .where(RequestRow.status == _PENDING, RequestRow.expires_at <= now)
-            .order_by(RequestRow.expires_at)
-            .limit(limit)
-        )
-        async with self._engine.connect() as conn:
-            return [_record(row) for row in await conn.execute(query)]
+        rows = await self._read(_all, _DUE, {"now": now, "limit": limit})
+        return [_record(row) for row in rows]
 
     async def next_deadline(self) -> datetime | None:
         """The earliest `expires_at` among pending requests: the first entry of an index range."""
-        query = (
-            select(RequestRow.expires_at)
-            .where(RequestRow.status == _PENDING, RequestRow.expires_at.is_not(None))
-            .order_by(RequestRow.expires_at)
-            .limit(1)
-        )
-        async with self._engine.connect() as conn:
-            value: datetime | None = await conn.scalar(query)
-        return value
+        row = await self._read(_first, _NEXT_DEADLINE, {})
+        return None if row is None else cast(datetime, row.expires_at)
 
     async def set_message_ref(self, request_id: str, surface: str, ref: dict[str, Any]) -> None:
         """Record where `surface` posted the request; raises KeyError for an unknown request."""
-        async with self._write() as conn:
-            # FOR UPDATE (PostgreSQL) and BEGIN IMMEDIATE (SQLite) stop two surfaces that
-            # post at once from overwriting each other's reference.
-            refs = await conn.scalar(
-                select(RequestRow.message_refs)
-                .where(RequestRow.id == request_id)
-                .with_for_update()
-            )
-            if refs is None:
-                raise KeyError(request_id)
-            await conn.execute(
-                update(RequestRow)
-                .where(RequestRow.id == request_id)
-                .values(message_refs={**refs, surface: dict(ref)})
-            )
+        await self._write(_set_message_ref, request_id, surface, ref)
 
     async def append_audit(self, entry: AuditEntry) -> None:
         """Append one audit line; the database assigns its id (`entry.id` is ignored)."""
-        async with self._write() as conn:
-            await conn.execute(
-                insert(AuditRow).values(
-                    at=entry.at,
-                    action=entry.action,
-                    request_id=entry.request_id,
-                    actor_id=entry.actor_id,
-                    detail=entry.detail,
-                )
-            )
+        await self._write(_execute, _INSERT_AUDIT, _audit_values(entry))
 
     async def list_audit(
         self, *, request_id: str | None = None, limit: int = 100
     ) -> list[AuditEntry]:
         """The latest `limit` audit lines (of one request, if given), newest first."""
-        query = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit)
+        query = select(_audit).order_by(_audit.c.id.desc()).limit(limit)
         if request_id is not None:
-            query = query.where(AuditRow.request_id == request_id)
-        async with self._engine.connect() as conn:
-            return [_audit_entry(row) for row in await conn.execute(query)]
+            query = query.where(_audit.c.request_id == request_id)
+        return [_audit_entry(row) for row in await self._read(_all, query, {})]
 
     async def save_transcript(
         self, room_id: str, channel_id: str, messages: list[dict[str, Any]]
@@ -180,23 +194,19 @@ class SqlStore:
             "messages": messages,
             "updated_at": datetime.now(UTC),
         }
-        async with self._write() as conn:
-            upsert = _insert_for(conn)(TranscriptRow).values(**values)
-            await conn.execute(
-                upsert.on_conflict_do_update(
-                    index_elements=[TranscriptRow.room_id, TranscriptRow.channel_id],
-                    set_={"messages": messages, "updated_at": values["updated_at"]},
-                )
-            )
+        await self._write(_execute, self._save_transcript, values)
 
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]:
         """The saved transcript of one room, or [] if none was saved."""
-        query = select(TranscriptRow.messages).where(
-            TranscriptRow.room_id == room_id, TranscriptRow.channel_id == channel_id
-        )
-        async with self._engine.connect() as conn:
-            messages: list[dict[str, Any]] | None = await conn.scalar(query)
-        return messages or []
+        key = {"room_id": room_id, "channel_id": channel_id}
+        row = await self._read(_first, _LOAD_TRANSCRIPT, key)
+        return [] if row is None else cast(list[dict[str, Any]], row.messages)
+
+    async def claim_once(self, key: str) -> bool:
+        """True for the first caller of `key` across every worker sharing this database."""
+        self._claims += 1
+        prune = self._claims % CLAIM_PRUNE_EVERY == 0
+        return await self._write(_claim, self._claim, key, datetime.now(UTC), prune)
 
     async def current_revision(self) -> str | None:
         """The Alembic revision the database is at (None before the first migration)."""
@@ -210,22 +220,83 @@ class SqlStore:
     async def close(self) -> None:
         await self._engine.dispose()
 
+    async def _write(
+        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `body` in one writing transaction: committed if it returns, rolled back if not."""
+        async with self._write_turn(), self._writer.connect() as conn:
+            return await conn.run_sync(_in_transaction, body, *args, **kwargs)
+
+    async def _read(
+        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        async with self._engine.connect() as conn:
+            return await conn.run_sync(body, *args, **kwargs)
+
     @contextlib.asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
-        """One writing transaction, committed on exit and rolled back on error."""
-        async with contextlib.AsyncExitStack() as stack:
-            if self._write_lock is not None:
-                await stack.enter_async_context(self._write_lock)
-            yield await stack.enter_async_context(self._writer.begin())
+    async def _write_turn(self) -> AsyncIterator[None]:
+        if self._write_lock is None:
+            yield
+            return
+        async with self._write_lock:
+            yield
+
+
+def _in_transaction(
+    conn: Connection,
+    body: Callable[Concatenate[Connection, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    with conn.begin():
+        return body(conn, *args, **kwargs)
+
+
+def _create(conn: Connection, record: RequestRecord) -> None:
+    conn.execute(_INSERT_REQUEST, _row_values(record))
+    conn.execute(_INSERT_TRANSITION, _created_transition(record))
+    conn.execute(_INSERT_AUDIT, _created_audit(record))
+
+
+def _settle(conn: Connection, settlement: Settlement) -> bool:
+    won = conn.execute(_SETTLE, _settle_values(settlement))
+    if won.rowcount != 1:
+        return False
+    conn.execute(_INSERT_TRANSITION, _settle_transition(settlement))
+    conn.execute(_INSERT_AUDIT, _settle_audit(settlement))
+    return True
+
+
+def _set_message_ref(conn: Connection, request_id: str, surface: str, ref: dict[str, Any]) -> None:
+    refs = conn.execute(_LOCK_MESSAGE_REFS, {"request_id": request_id}).scalar()
+    if refs is None:
+        raise KeyError(request_id)
+    conn.execute(_SET_MESSAGE_REFS, {"request_id": request_id, "refs": {**refs, surface: ref}})
+
+
+def _claim(conn: Connection, statement: Executable, key: str, now: datetime, prune: bool) -> bool:
+    if conn.execute(statement, {"key": key, "claimed_at": now}).rowcount != 1:
+        return False
+    if prune:
+        conn.execute(_PRUNE_CLAIMS, {"before": now - CLAIM_RETENTION})
+    return True
+
+
+def _execute(conn: Connection, statement: Executable, values: dict[str, Any]) -> None:
+    conn.execute(statement, values)
+
+
+def _first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:
+    return conn.execute(query, values).first()
+
+
+def _all(conn: Connection, query: Executable, values: dict[str, Any]) -> list[Row[Any]]:
+    return list(conn.execute(query, values))
 
 
 def _revision_of(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
-
-
-def _insert_for(conn: AsyncConnection) -> Any:
-    """The dialect's INSERT, which has ON CONFLICT DO UPDATE on both of ours."""
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
 
 
 def _row_values(record: RequestRecord) -> dict[str, Any]:
@@ -250,6 +321,17 @@ def _row_values(record: RequestRecord) -> dict[str, Any]:
     }
 
 
+def _created_transition(record: RequestRecord) -> dict[str, Any]:
+    return {
+        "request_id": record.id,
+        "from_status": None,
+        "to_status": record.status.value,
+        "at": record.created_at,
+        "by": record.actor_id,
+        "detail": {},
+    }
+
+
 def _created_audit(record: RequestRecord) -> dict[str, Any]:
     return {
         "at": record.created_at,
@@ -263,6 +345,17 @@ def _created_audit(record: RequestRecord) -> dict[str, Any]:
             "channel_type": record.channel_type,
             "detached": record.detached,
         },
+    }
+
+
+def _settle_values(settlement: Settlement) -> dict[str, Any]:
+    return {
+        "request_id": settlement.request_id,
+        "new_status": settlement.status.value,
+        "new_result": settlement.result,
+        "new_reason": settlement.reason,
+        "new_by": settlement.by,
+        "new_at": settlement.at,
     }
 
 
@@ -290,6 +383,16 @@ def _settle_audit(settlement: Settlement) -> dict[str, Any]:
         "request_id": settlement.request_id,
         "actor_id": settlement.by,
         "detail": detail,
+    }
+
+
+def _audit_values(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "at": entry.at,
+        "action": entry.action,
+        "request_id": entry.request_id,
+        "actor_id": entry.actor_id,
+        "detail": entry.detail,
     }
 
 

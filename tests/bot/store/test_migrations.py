@@ -1,0 +1,109 @@
+"""Every migration runs up and down on both dialects, and the result matches bot.store.schema."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, inspect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.store import downgrade, head_revision, open_store, upgrade
+from bot.store.engine import create_engine
+from bot.store.schema import metadata
+from tests.bot.store.conftest import Database
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+TABLES = {"requests", "transitions", "audit_log", "transcripts", "claims"}
+
+
+@pytest.fixture
+async def engine(database: Database) -> AsyncIterator[AsyncEngine]:
+    """An engine on the test database (and its schema), for looking at what migrations did."""
+    opened = create_engine(database.url, schema=database.schema)
+    try:
+        yield opened
+    finally:
+        await opened.dispose()
+
+
+async def table_names(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as conn:
+        return set(await conn.run_sync(lambda sync: inspect(sync).get_table_names()))
+
+
+def schema_differences(conn: Connection) -> list[object]:
+    return list(compare_metadata(MigrationContext.configure(conn), metadata))
+
+
+async def test_upgrade_downgrade_upgrade(database: Database, engine: AsyncEngine) -> None:
+    await upgrade(database.url, schema=database.schema)
+    assert await table_names(engine) == {*TABLES, "alembic_version"}
+
+    await downgrade(database.url, "base", schema=database.schema)
+    assert await table_names(engine) == {"alembic_version"}
+
+    await upgrade(database.url, schema=database.schema)
+    assert await table_names(engine) == {*TABLES, "alembic_version"}
+
+
+async def test_head_matches_the_schema_module(database: Database, engine: AsyncEngine) -> None:
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_open_store_migrates_once(database: Database) -> None:
+    for _ in range(2):
+        store = await open_store(database.url, schema=database.schema)
+        try:
+            assert await store.current_revision() == head_revision()
+        finally:
+            await store.close()
+
+
+UPGRADE_SCRIPT = """
+import asyncio, sys
+from bot.store import upgrade
+asyncio.run(upgrade(sys.argv[1], schema=sys.argv[2] or None))
+"""
+
+
+async def upgrade_in_subprocess(database: Database) -> int:
+    args = [database.url, database.schema or ""]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", UPGRADE_SCRIPT, *args, env=env
+    )
+    return await process.wait()
+
+
+async def test_concurrent_upgrades_from_processes(database: Database, engine: AsyncEngine) -> None:
+    # Workers starting at once each run the upgrade; one migrates, the others wait for it
+    # (advisory lock on PostgreSQL, write lock on SQLite) and then find the schema at head.
+    exit_codes = await asyncio.gather(*(upgrade_in_subprocess(database) for _ in range(3)))
+    assert exit_codes == [0, 0, 0]
+    assert await table_names(engine) == {*TABLES, "alembic_version"}
+
+
+async def test_concurrent_upgrades_in_one_process(database: Database, engine: AsyncEngine) -> None:
+    await asyncio.gather(*(upgrade(database.url, schema=database.schema) for _ in range(4)))
+    assert await table_names(engine) == {*TABLES, "alembic_version"}
+
+
+async def test_open_store_without_migrate_leaves_the_database_alone(
+    database: Database, engine: AsyncEngine
+) -> None:
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        assert await store.current_revision() is None
+        assert not await store.schema_revision_ok()
+    finally:
+        await store.close()
+    assert await table_names(engine) == set()

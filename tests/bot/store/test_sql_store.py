@@ -1,0 +1,370 @@
+"""SqlStore against real databases: SQLite always, PostgreSQL when configured (see conftest)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.exc import IntegrityError, StatementError
+
+from bot.records import AuditEntry, RequestRecord, RequestStatus, Settlement
+from bot.store import SqlStore, sql_store
+from bot.store.engine import async_url
+from tests.bot.store.conftest import Database
+
+T0 = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+def make_record(request_id: str = "r1", **overrides: Any) -> RequestRecord:
+    fields: dict[str, Any] = {
+        "id": request_id,
+        "tool_name": "requestApproval",
+        "arguments": {"action": "deploy", "reason": "release", "nested": {"n": [1, 2]}},
+        "room_id": "room-1",
+        "tool_call_id": "call-1",
+        "channel_id": "slack-main",
+        "channel_type": "slack",
+        "actor_id": "U1",
+        "detached": False,
+        "created_at": T0,
+        "expires_at": T0 + timedelta(minutes=5),
+    }
+    fields.update(overrides)
+    return RequestRecord(**fields)
+
+
+def resolve(request_id: str = "r1", result: str = "yes", by: str | None = "U1") -> Settlement:
+    return Settlement(request_id, RequestStatus.RESOLVED, T0 + timedelta(seconds=1), result, by=by)
+
+
+async def transitions(store: SqlStore, request_id: str) -> list[tuple[Any, ...]]:
+    query = text(
+        "SELECT from_status, to_status, by FROM transitions WHERE request_id = :id ORDER BY id"
+    )
+    async with store.engine.connect() as conn:
+        return [tuple(row) for row in await conn.execute(query, {"id": request_id})]
+
+
+async def test_create_get_round_trip(store: SqlStore) -> None:
+    record = make_record(message_refs={"slack": {"channel": "C1", "ts": "1.2"}})
+    await store.create_request(record)
+    assert await store.get_request("r1") == record
+    assert await store.get_request("missing") is None
+
+
+async def test_create_writes_created_transition_and_audit(store: SqlStore) -> None:
+    await store.create_request(make_record(detached=True, actor_id=None))
+    assert await transitions(store, "r1") == [(None, "pending", None)]
+    [created] = await store.list_audit(request_id="r1")
+    assert created.action == "request.created"
+    assert created.at == T0
+    assert created.detail["tool_name"] == "requestApproval"
+    assert created.detail["detached"] is True
+
+
+async def test_create_duplicate_id_fails_and_leaves_no_trace(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    with pytest.raises(IntegrityError):
+        await store.create_request(make_record(tool_name="other"))
+    assert (await store.get_request("r1")) == make_record()
+    assert len(await transitions(store, "r1")) == 1
+    assert len(await store.list_audit(request_id="r1")) == 1
+
+
+async def test_settle_first_wins_second_loses_without_trace(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    assert await store.settle(resolve(result="first", by="U1")) is True
+    late = Settlement("r1", RequestStatus.TIMED_OUT, T0 + timedelta(minutes=9), reason="late")
+    assert await store.settle(late) is False
+
+    settled = await store.get_request("r1")
+    assert settled is not None
+    assert (settled.status, settled.result, settled.settled_by) == (
+        RequestStatus.RESOLVED,
+        "first",
+        "U1",
+    )
+    assert settled.settled_at == T0 + timedelta(seconds=1)
+    assert await transitions(store, "r1") == [
+        (None, "pending", "U1"),
+        ("pending", "resolved", "U1"),
+    ]
+    actions = [entry.action for entry in await store.list_audit(request_id="r1")]
+    assert actions == ["request.resolved", "request.created"]
+
+
+async def test_settle_records_reason_in_audit(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    rejection = Settlement("r1", RequestStatus.REJECTED, T0, reason="too risky", by="U2")
+    assert await store.settle(rejection)
+    latest = (await store.list_audit(request_id="r1"))[0]
+    assert (latest.action, latest.actor_id, latest.detail) == (
+        "request.rejected",
+        "U2",
+        {"reason": "too risky"},
+    )
+
+
+async def test_settle_unknown_request_loses(store: SqlStore) -> None:
+    assert await store.settle(resolve("nope")) is False
+    assert await store.list_audit() == []
+
+
+async def test_settle_to_pending_is_refused(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    with pytest.raises(ValueError, match="pending"):
+        await store.settle(Settlement("r1", RequestStatus.PENDING, T0))
+
+
+async def test_concurrent_settles_have_exactly_one_winner(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    settles = [store.settle(resolve(result=f"answer-{i}", by=f"U{i}")) for i in range(20)]
+    outcomes = await asyncio.gather(*settles)
+
+    assert outcomes.count(True) == 1
+    winner = outcomes.index(True)
+    settled = await store.get_request("r1")
+    assert settled is not None
+    assert (settled.result, settled.settled_by) == (f"answer-{winner}", f"U{winner}")
+    assert len(await transitions(store, "r1")) == 2
+    assert len(await store.list_audit(request_id="r1")) == 2
+
+
+async def test_settles_from_two_stores_have_one_winner(store: SqlStore, database: Database) -> None:
+    # Two engines on one database behave like two worker processes racing for a request.
+    other = SqlStore.from_url(database.url, schema=database.schema)
+    try:
+        await store.create_request(make_record())
+        racers = [s.settle(resolve(result=f"a{i}")) for i in range(10) for s in (store, other)]
+        assert (await asyncio.gather(*racers)).count(True) == 1
+    finally:
+        await other.close()
+    assert len(await transitions(store, "r1")) == 2
+
+
+async def test_cancelled_writes_are_all_or_nothing(store: SqlStore) -> None:
+    # Cancel creates at every stage of their transaction: none may half-happen, and none may
+    # leave a transaction (and on SQLite the write lock) behind.
+    for step in range(40):
+        task = asyncio.create_task(store.create_request(make_record(f"c{step}")))
+        await asyncio.sleep(step * 0.0001)  # 0 to 4 ms: before, during and after it
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async with asyncio.timeout(10):
+        await store.create_request(make_record("after"))
+        assert await store.settle(resolve("after"))
+    for step in range(40):
+        created = await store.get_request(f"c{step}") is not None
+        trail = (
+            len(await transitions(store, f"c{step}")),
+            len(await store.list_audit(request_id=f"c{step}")),
+        )
+        assert trail == ((1, 1) if created else (0, 0))
+
+
+async def test_due_requests_and_next_deadline(store: SqlStore) -> None:
+    deadlines = {"late": 3, "early": 1, "middle": 2, "settled": 0}
+    for name, minutes in deadlines.items():
+        await store.create_request(make_record(name, expires_at=T0 + timedelta(minutes=minutes)))
+    await store.create_request(make_record("no-deadline", expires_at=None))
+    assert await store.next_deadline() == T0
+    await store.settle(resolve("settled"))
+
+    assert await store.next_deadline() == T0 + timedelta(minutes=1)
+    due = await store.due_requests(T0 + timedelta(minutes=2))
+    assert [r.id for r in due] == ["early", "middle"]
+    assert [r.id for r in await store.due_requests(T0 + timedelta(hours=1), limit=2)] == [
+        "early",
+        "middle",
+    ]
+    assert await store.due_requests(T0 + timedelta(seconds=59)) == []
+
+
+async def test_next_deadline_is_none_without_pending_deadlines(store: SqlStore) -> None:
+    assert await store.next_deadline() is None
+    await store.create_request(make_record("a", expires_at=None))
+    await store.create_request(make_record("b"))
+    await store.settle(resolve("b"))
+    assert await store.next_deadline() is None
+
+
+async def test_deadline_queries_use_the_index(store: SqlStore, database: Database) -> None:
+    statements: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            statements.append((statement, params))
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    await store.next_deadline()
+    await store.due_requests(T0)
+    event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+
+    assert len(statements) == 2
+    for statement, params in statements:
+        plan = await explain(store, database, statement, params)
+        assert "ix_requests_status_expires_at" in plan, plan
+
+
+async def explain(store: SqlStore, database: Database, statement: str, params: Any) -> str:
+    async with store.engine.connect() as conn:
+        if database.dialect == "sqlite":
+            rows = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)
+            return " ".join(str(row[-1]) for row in rows)
+        # On near-empty tables PostgreSQL rightly prefers a scan; ask whether it *can* use
+        # the index, which is what a large table gets.
+        await conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        rows = await conn.exec_driver_sql(f"EXPLAIN {statement}", params)
+        return " ".join(str(row[0]) for row in rows)
+
+
+async def test_list_pending_oldest_first(store: SqlStore) -> None:
+    await store.create_request(make_record("newer", created_at=T0 + timedelta(seconds=2)))
+    await store.create_request(make_record("older", created_at=T0))
+    await store.create_request(make_record("gone", created_at=T0 + timedelta(seconds=1)))
+    await store.settle(resolve("gone"))
+    assert [r.id for r in await store.list_pending()] == ["older", "newer"]
+
+
+async def test_message_refs_merge_per_surface(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    await store.set_message_ref("r1", "slack", {"channel": "C1", "ts": "1.2"})
+    await store.set_message_ref("r1", "teams", {"activity_id": "a1"})
+    await store.set_message_ref("r1", "slack", {"channel": "C1", "ts": "3.4"})
+    record = await store.get_request("r1")
+    assert record is not None
+    assert record.message_refs == {
+        "slack": {"channel": "C1", "ts": "3.4"},
+        "teams": {"activity_id": "a1"},
+    }
+
+
+async def test_concurrent_message_refs_are_not_lost(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    surfaces = [f"surface-{i}" for i in range(10)]
+    await asyncio.gather(*(store.set_message_ref("r1", s, {"n": s}) for s in surfaces))
+    record = await store.get_request("r1")
+    assert record is not None
+    assert sorted(record.message_refs) == sorted(surfaces)
+
+
+async def test_message_ref_for_unknown_request_raises(store: SqlStore) -> None:
+    with pytest.raises(KeyError):
+        await store.set_message_ref("nope", "slack", {})
+
+
+async def test_audit_newest_first_filter_and_limit(store: SqlStore) -> None:
+    for i in range(5):
+        entry = AuditEntry(
+            action=f"action-{i}",
+            at=T0 + timedelta(seconds=i),
+            request_id="r1" if i % 2 == 0 else None,
+            actor_id="U9",
+            detail={"i": i},
+            id=999,  # ignored: the database numbers the log
+        )
+        await store.append_audit(entry)
+
+    everything = await store.list_audit()
+    assert [e.action for e in everything] == [f"action-{i}" for i in range(4, -1, -1)]
+    assert len({e.id for e in everything}) == 5
+    assert 999 not in {e.id for e in everything}
+    assert [e.detail["i"] for e in await store.list_audit(request_id="r1")] == [4, 2, 0]
+    assert [e.action for e in await store.list_audit(limit=2)] == ["action-4", "action-3"]
+    assert everything[0].at == T0 + timedelta(seconds=4)
+
+
+async def test_transcripts_save_load_replace(store: SqlStore) -> None:
+    assert await store.load_transcript("room-1", "slack-main") == []
+    first = [{"role": "user", "content": "deploy?"}]
+    await store.save_transcript("room-1", "slack-main", first)
+    assert await store.load_transcript("room-1", "slack-main") == first
+
+    second = [*first, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]}]
+    await store.save_transcript("room-1", "slack-main", second)
+    assert await store.load_transcript("room-1", "slack-main") == second
+    assert await store.load_transcript("room-1", "teams-main") == []
+    assert await store.load_transcript("room-2", "slack-main") == []
+
+
+async def test_concurrent_transcript_saves(store: SqlStore) -> None:
+    saves = [store.save_transcript("room", "chan", [{"n": i}]) for i in range(10)]
+    await asyncio.gather(*saves)
+    [message] = await store.load_transcript("room", "chan")
+    assert message["n"] in range(10)
+
+
+async def test_claim_once_has_one_winner_per_key(store: SqlStore, database: Database) -> None:
+    other = SqlStore.from_url(database.url, schema=database.schema)
+    try:
+        racers = [s.claim_once("slack:message:C1:1.2") for _ in range(5) for s in (store, other)]
+        assert (await asyncio.gather(*racers)).count(True) == 1
+        assert await other.claim_once("slack:message:C1:3.4")
+        assert not await store.claim_once("slack:message:C1:3.4")
+    finally:
+        await other.close()
+
+
+async def test_old_claims_are_pruned(store: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sql_store, "CLAIM_PRUNE_EVERY", 2)
+    monkeypatch.setattr(sql_store, "CLAIM_RETENTION", timedelta(0))
+    assert await store.claim_once("old")
+    assert await store.claim_once("new")  # the second claim prunes everything before it
+    assert await store.claim_once("old")
+    assert not await store.claim_once("new")
+
+
+async def test_datetimes_come_back_aware_utc(store: SqlStore) -> None:
+    india = timezone(timedelta(hours=5, minutes=30))
+    created = datetime(2025, 6, 1, 12, 0, 0, 123456, tzinfo=india)
+    await store.create_request(make_record(created_at=created, expires_at=None))
+    record = await store.get_request("r1")
+    assert record is not None
+    assert record.created_at == created
+    assert record.created_at.tzinfo == UTC
+    assert record.created_at.hour == 6 and record.created_at.microsecond == 123456
+
+
+async def test_naive_datetimes_are_refused(store: SqlStore) -> None:
+    with pytest.raises(StatementError, match="naive datetime"):
+        await store.create_request(make_record(created_at=datetime(2025, 1, 1)))
+    assert await store.get_request("r1") is None
+
+
+async def test_sqlite_runs_in_wal_with_a_busy_timeout(store: SqlStore, database: Database) -> None:
+    if database.dialect != "sqlite":
+        pytest.skip("SQLite settings")
+    async with store.engine.connect() as conn:
+        assert await conn.scalar(text("PRAGMA journal_mode")) == "wal"
+        assert await conn.scalar(text("PRAGMA busy_timeout")) >= 1000
+        assert await conn.scalar(text("PRAGMA foreign_keys")) == 1
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:", "sqlite+aiosqlite://"])
+def test_in_memory_sqlite_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="in-memory"):
+        SqlStore.from_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "driver"),
+    [
+        ("sqlite:///x.db", "sqlite+aiosqlite"),
+        ("postgresql://h/db", "postgresql+asyncpg"),
+        ("postgres://h/db", "postgresql+asyncpg"),
+        ("postgresql+asyncpg://h/db", "postgresql+asyncpg"),
+    ],
+)
+def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
+    assert async_url(url).drivername == driver
+
+
+async def test_schema_revision_is_current(store: SqlStore) -> None:
+    assert await store.current_revision() == "0001"
+    assert await store.schema_revision_ok()
