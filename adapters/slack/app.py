@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -60,8 +61,9 @@ class SlackAdapter:
     ) -> None:
         self.client = client
         self.bot_user_id = ""
-        # process_before_response: our listeners ack at once and hand slow work to tasks,
-        # so Bolt answers Slack as soon as the ack is done instead of polling for it.
+        self._work: set[asyncio.Task[None]] = set()
+        # process_before_response: Bolt answers Slack when the listener returns (instead of
+        # polling for the ack), so our listeners ack and hand everything slow to `_later`.
         self.app = AsyncApp(
             client=client, signing_secret=signing_secret, process_before_response=True
         )
@@ -82,6 +84,7 @@ class SlackAdapter:
             policy=policy,
             handler_for=bridge.handler_for,
             tools=tools,
+            later=self._later,
         )
         self._register()
 
@@ -94,11 +97,18 @@ class SlackAdapter:
 
     async def _on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()
-        await self.conversations.on_message(event, mentioned=True)
+        self._later(self.conversations.on_message(event, mentioned=True))
 
     async def _on_message(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()
-        await self.conversations.on_message(event, mentioned=False)
+        self._later(self.conversations.on_message(event, mentioned=False))
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` after the response to Slack: awaited in a listener, it would delay the
+        ack (Slack allows 3 s) by every store write and Web API call it makes."""
+        task = asyncio.create_task(_logged(work))
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
 
     async def start(self) -> None:
         """Learn who the bot is (auth.test): its own messages are ignored, its mention stripped."""
@@ -111,4 +121,14 @@ class SlackAdapter:
         return await to_aiohttp_response(response)
 
     async def close(self) -> None:
+        """Finish the work of requests already acked, then cancel the turns still running."""
+        while self._work:
+            await asyncio.gather(*self._work, return_exceptions=True)
         await self.conversations.close()
+
+
+async def _logged(work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except Exception:
+        log.exception("handling a Slack request after its ack failed")

@@ -7,9 +7,10 @@ private reply and an audit row. A click on a settled request settles nothing and
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +35,9 @@ from bot.records import AuditEntry, RequestRecord, RequestStore
 log = logging.getLogger(__name__)
 
 HandlerLookup = Callable[[str], HumanInputHandler | None]
+Later = Callable[[Coroutine[Any, Any, None]], None]
+"""Runs work after the ack has been sent (SlackAdapter._later)."""
+SETTLE_WAIT = 2.0  # how long a click that lost a race waits to learn who won
 
 
 def settled_notice(record: RequestRecord) -> str:
@@ -47,6 +51,8 @@ def settled_notice(record: RequestRecord) -> str:
     if record.status is PendingInputStatus.TIMED_OUT:
         deadline = slack_date(record.expires_at) if record.expires_at else "its deadline"
         return f"This request expired at {deadline}."
+    if record.status is PendingInputStatus.PENDING:  # another answer is being recorded
+        return "This request is being answered by someone else right now."
     return "This request was withdrawn."
 
 
@@ -67,6 +73,7 @@ class Interactions:
         policy: AnswerPolicy,
         handler_for: HandlerLookup,
         tools: Mapping[str, HumanTool],
+        later: Later,
     ) -> None:
         self.client = client
         self.surface = surface
@@ -74,12 +81,17 @@ class Interactions:
         self.policy = policy
         self.handler_for = handler_for
         self.tools = tools
+        self.later = later
 
     # -- buttons ----------------------------------------------------------------------------
 
     async def on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        """Ack first (Slack allows 3 s), then look the request up and act on the click."""
+        """Ack first (Slack allows 3 s); the click is handled after the response is sent."""
         await ack()
+        self.later(self.on_click(body))
+
+    async def on_click(self, body: dict[str, Any]) -> None:
+        """Look the request up and act on the click."""
         try:
             click = parse_block_action(body)
         except PayloadError as err:
@@ -133,9 +145,23 @@ class Interactions:
             return
         if await handler.answer(record.id, answer, by=user_id):
             return
-        latest = await self.store.get_request(record.id)
-        if click is not None and latest is not None:
+        if click is None:
+            return
+        latest = await self._settled_record(record.id)
+        if latest is not None:
             await self._tell(click, settled_notice(latest))
+
+    async def _settled_record(self, request_id: str) -> RequestRecord | None:
+        """The request once the settle that beat ours is written (a double click's first
+        click holds the request while its row is being written)."""
+        deadline = asyncio.get_running_loop().time() + SETTLE_WAIT
+        while True:
+            record = await self.store.get_request(request_id)
+            if record is None or record.status is not PendingInputStatus.PENDING:
+                return record
+            if asyncio.get_running_loop().time() >= deadline:
+                return record
+            await asyncio.sleep(0.02)
 
     async def _tell(self, click: ButtonClick, text: str) -> None:
         if click.channel_id:
@@ -172,7 +198,7 @@ class Interactions:
             await ack(response_action="errors", errors=answer)
             return
         await ack()
-        await self._settle(record, answer, submission.user_id, None)
+        self.later(self._settle(record, answer, submission.user_id, None))
 
     async def _submission_problem(
         self, record: RequestRecord | None, submission: ModalSubmission
