@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -69,6 +70,18 @@ class AuditEntry:
     id: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """The agent run of one room: who holds it and until when (a lapsed lease is adoptable)."""
+
+    room_id: str
+    channel_id: str
+    actor_id: str | None
+    owner: str | None
+    lease_until: datetime | None
+    active: bool
+
+
 class RequestStore(Protocol):
     """What the core needs from a database. Every method is one transaction."""
 
@@ -107,6 +120,43 @@ class RequestStore(Protocol):
         ...
 
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]: ...
+
+    async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
+        """The request a tool call made, if any (a resumed run waits on it, not a new one)."""
+        ...
+
+    async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
+        """Pending requests of one room, oldest first."""
+        ...
+
+    async def claim_run(
+        self, room_id: str, channel_id: str, owner: str, actor_id: str | None, lease_until: datetime
+    ) -> bool:
+        """Take the room's run if it is idle, ours, or its lease lapsed; True if we hold it."""
+        ...
+
+    async def renew_runs(self, owner: str, lease_until: datetime) -> int:
+        """Extend every lease `owner` holds; returns how many."""
+        ...
+
+    async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
+        """The run is over: the room is idle again."""
+        ...
+
+    async def release_runs(self, owner: str, now: datetime) -> int:
+        """Let every run of `owner` lapse now (a graceful shutdown): others adopt them."""
+        ...
+
+    async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
+        """Active runs whose lease lapsed: their worker is gone."""
+        ...
+
+    async def listen_settled(
+        self, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """Call `callback(request_id)` when another process settles a request (PostgreSQL
+        NOTIFY; a no-op where one process owns the database). Returns the stopper."""
+        ...
 
     async def claim_once(self, key: str) -> bool:
         """True for the first caller of `key` across every worker (event de-duplication)."""

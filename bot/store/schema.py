@@ -75,6 +75,9 @@ class RequestRow(Base):
         # Serves "pending, earliest expires_at first" (due sweep, next deadline) and
         # list_pending as index range scans.
         Index("ix_requests_status_expires_at", "status", "expires_at"),
+        # A resumed run finds the request of its tool call; a thread reply, its room's open ones.
+        Index("ix_requests_tool_call_id", "tool_call_id"),
+        Index("ix_requests_room_id_status", "room_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
@@ -146,6 +149,21 @@ class ClaimRow(Base):
 
     key: Mapped[str] = mapped_column(String, primary_key=True)
     claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class RunRow(Base):
+    """Who is running the agent of one room: a lease a live worker renews, adopted once lapsed."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_active_lease_until", "active", "lease_until"),)
+
+    room_id: Mapped[str] = mapped_column(String, primary_key=True)
+    channel_id: Mapped[str] = mapped_column(String, primary_key=True)
+    actor_id: Mapped[str | None] = mapped_column(String)
+    owner: Mapped[str | None] = mapped_column(String)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    active: Mapped[bool]
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 metadata = Base.metadata

@@ -14,19 +14,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Executable, Row, Table, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Executable,
+    Row,
+    Table,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.records import AuditEntry, RequestRecord, RequestStatus, Settlement
+from bot.records import AuditEntry, RequestRecord, RequestStatus, RunRecord, Settlement
 from bot.store.engine import WRITE_OPTION, create_engine
 from bot.store.migrate import head_revision
-from bot.store.schema import AuditRow, ClaimRow, RequestRow, TranscriptRow, TransitionRow
+from bot.store.schema import (
+    AuditRow,
+    ClaimRow,
+    RequestRow,
+    RunRow,
+    TranscriptRow,
+    TransitionRow,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -43,6 +61,9 @@ _transitions = cast(Table, TransitionRow.__table__)
 _audit = cast(Table, AuditRow.__table__)
 _transcripts = cast(Table, TranscriptRow.__table__)
 _claims = cast(Table, ClaimRow.__table__)
+_runs = cast(Table, RunRow.__table__)
+
+SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
 
 _INSERT_REQUEST = insert(_requests)
 _INSERT_TRANSITION = insert(_transitions)
@@ -95,6 +116,60 @@ _LOAD_TRANSCRIPT = select(_transcripts.c.messages).where(
     _transcripts.c.channel_id == bindparam("channel_id"),
 )
 _PRUNE_CLAIMS = delete(_claims).where(_claims.c.claimed_at < bindparam("before"))
+_FOR_TOOL_CALL = (
+    select(_requests)
+    .where(_requests.c.tool_call_id == bindparam("tool_call_id"))
+    .order_by(_requests.c.created_at.desc())
+    .limit(1)
+)
+_PENDING_IN_ROOM = (
+    select(_requests)
+    .where(_requests.c.room_id == bindparam("room_id"), _requests.c.status == _PENDING)
+    .order_by(_requests.c.created_at)
+)
+_NOTIFY_SETTLED = select(func.pg_notify(bindparam("channel"), bindparam("id")))
+_RUN_KEY = (
+    _runs.c.room_id == bindparam("b_room"),
+    _runs.c.channel_id == bindparam("b_channel"),
+)
+# Taking a run is a compare-and-set too: idle, already ours, or its holder's lease lapsed.
+_TAKE_RUN = (
+    update(_runs)
+    .where(
+        *_RUN_KEY,
+        (_runs.c.active.is_(False))
+        | (_runs.c.owner == bindparam("b_owner"))
+        | (_runs.c.lease_until < bindparam("b_now")),
+    )
+    .values(
+        owner=bindparam("b_owner"),
+        actor_id=bindparam("b_actor"),
+        lease_until=bindparam("b_lease"),
+        active=True,
+        updated_at=bindparam("b_now"),
+    )
+)
+_RENEW_RUNS = (
+    update(_runs)
+    .where(_runs.c.owner == bindparam("b_owner"), _runs.c.active.is_(True))
+    .values(lease_until=bindparam("b_lease"))
+)
+_FINISH_RUN = (
+    update(_runs)
+    .where(*_RUN_KEY, _runs.c.owner == bindparam("b_owner"))
+    .values(active=False, owner=None, lease_until=None, updated_at=bindparam("b_now"))
+)
+_RELEASE_RUNS = (
+    update(_runs)
+    .where(_runs.c.owner == bindparam("b_owner"), _runs.c.active.is_(True))
+    .values(lease_until=bindparam("b_now"))
+)
+_ORPHANED_RUNS = (
+    select(_runs)
+    .where(_runs.c.active.is_(True), _runs.c.lease_until < bindparam("now"))
+    .order_by(_runs.c.lease_until)
+    .limit(bindparam("limit"))
+)
 
 
 def _upserts(dialect: str) -> tuple[Executable, Executable]:
@@ -112,6 +187,14 @@ def _upserts(dialect: str) -> tuple[Executable, Executable]:
     return save_transcript, claim
 
 
+def _new_run(dialect: str) -> Executable:
+    """Insert a room's first run, or nothing if the room already has a row."""
+    dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    keys = [_runs.c.room_id, _runs.c.channel_id]
+    statement: Executable = dialect_insert(_runs).on_conflict_do_nothing(index_elements=keys)
+    return statement
+
+
 class SqlStore:
     """A `RequestStore` over one SQLAlchemy async engine (which the store owns and disposes)."""
 
@@ -122,6 +205,8 @@ class SqlStore:
         # spin in SQLite's busy handler, keeps concurrent tasks of one process fast.
         self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
         self._save_transcript, self._claim = _upserts(engine.dialect.name)
+        self._new_run = _new_run(engine.dialect.name)
+        self._notify = engine.dialect.name == "postgresql"
         self._claims = 0
 
     @classmethod
@@ -147,7 +232,7 @@ class SqlStore:
         """Compare-and-set pending -> `settlement.status`; True only for the one settle that won."""
         if settlement.status is RequestStatus.PENDING:
             raise ValueError("a settle must leave 'pending'")
-        return await self._write(_settle, settlement)
+        return await self._write(_settle, settlement, self._notify)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         row = await self._read(_first, _GET_REQUEST, {"request_id": request_id})
@@ -208,6 +293,66 @@ class SqlStore:
         prune = self._claims % CLAIM_PRUNE_EVERY == 0
         return await self._write(_claim, self._claim, key, datetime.now(UTC), prune)
 
+    async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
+        row = await self._read(_first, _FOR_TOOL_CALL, {"tool_call_id": tool_call_id})
+        return None if row is None else _record(row)
+
+    async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
+        rows = await self._read(_all, _PENDING_IN_ROOM, {"room_id": room_id})
+        return [_record(row) for row in rows]
+
+    async def claim_run(
+        self, room_id: str, channel_id: str, owner: str, actor_id: str | None, lease_until: datetime
+    ) -> bool:
+        """Take the room's run if it is idle, ours, or its lease lapsed; True if we hold it."""
+        run = {
+            "room_id": room_id,
+            "channel_id": channel_id,
+            "owner": owner,
+            "actor_id": actor_id,
+            "lease_until": lease_until,
+            "active": True,
+            "updated_at": datetime.now(UTC),
+        }
+        return await self._write(_take_run, self._new_run, run)
+
+    async def renew_runs(self, owner: str, lease_until: datetime) -> int:
+        values = {"b_owner": owner, "b_lease": lease_until}
+        return await self._write(_count, _RENEW_RUNS, values)
+
+    async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
+        values = {"b_room": room_id, "b_channel": channel_id, "b_owner": owner}
+        await self._write(_execute, _FINISH_RUN, {**values, "b_now": datetime.now(UTC)})
+
+    async def release_runs(self, owner: str, now: datetime) -> int:
+        return await self._write(_count, _RELEASE_RUNS, {"b_owner": owner, "b_now": now})
+
+    async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
+        rows = await self._read(_all, _ORPHANED_RUNS, {"now": now, "limit": limit})
+        return [_run(row) for row in rows]
+
+    async def listen_settled(
+        self, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """PostgreSQL: LISTEN on a connection of its own. SQLite: one process, nothing to hear."""
+        if not self._notify:
+            return _nothing_to_stop
+        conn = await self._engine.connect()
+        raw = await conn.get_raw_connection()
+        driver: Any = raw.driver_connection
+
+        def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+            callback(payload)
+
+        await driver.add_listener(SETTLED_CHANNEL, heard)
+
+        async def stop() -> None:
+            with contextlib.suppress(Exception):
+                await driver.remove_listener(SETTLED_CHANNEL, heard)
+            await conn.close()
+
+        return stop
+
     async def current_revision(self) -> str | None:
         """The Alembic revision the database is at (None before the first migration)."""
         async with self._engine.connect() as conn:
@@ -259,13 +404,29 @@ def _create(conn: Connection, record: RequestRecord) -> None:
     conn.execute(_INSERT_AUDIT, _created_audit(record))
 
 
-def _settle(conn: Connection, settlement: Settlement) -> bool:
+def _settle(conn: Connection, settlement: Settlement, notify: bool) -> bool:
     won = conn.execute(_SETTLE, _settle_values(settlement))
     if won.rowcount != 1:
         return False
     conn.execute(_INSERT_TRANSITION, _settle_transition(settlement))
     conn.execute(_INSERT_AUDIT, _settle_audit(settlement))
+    if notify:  # delivered at commit, to every worker listening: the waiter may be elsewhere
+        conn.execute(_NOTIFY_SETTLED, {"channel": SETTLED_CHANNEL, "id": settlement.request_id})
     return True
+
+
+def _take_run(conn: Connection, new_run: Executable, run: dict[str, Any]) -> bool:
+    if conn.execute(new_run, run).rowcount:
+        return True
+    binds = {
+        "b_room": run["room_id"],
+        "b_channel": run["channel_id"],
+        "b_owner": run["owner"],
+        "b_actor": run["actor_id"],
+        "b_lease": run["lease_until"],
+        "b_now": run["updated_at"],
+    }
+    return bool(conn.execute(_TAKE_RUN, binds).rowcount)
 
 
 def _set_message_ref(conn: Connection, request_id: str, surface: str, ref: dict[str, Any]) -> None:
@@ -285,6 +446,25 @@ def _claim(conn: Connection, statement: Executable, key: str, now: datetime, pru
 
 def _execute(conn: Connection, statement: Executable, values: dict[str, Any]) -> None:
     conn.execute(statement, values)
+
+
+def _count(conn: Connection, statement: Executable, values: dict[str, Any]) -> int:
+    return int(conn.execute(statement, values).rowcount)
+
+
+async def _nothing_to_stop() -> None:
+    return None
+
+
+def _run(row: Row[Any]) -> RunRecord:
+    return RunRecord(
+        room_id=row.room_id,
+        channel_id=row.channel_id,
+        actor_id=row.actor_id,
+        owner=row.owner,
+        lease_until=row.lease_until,
+        active=bool(row.active),
+    )
 
 
 def _first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

@@ -20,7 +20,7 @@ from bot.store.schema import metadata
 from tests.bot.store.conftest import Database
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-TABLES = {"requests", "transitions", "audit_log", "transcripts", "claims"}
+TABLES = {"requests", "transitions", "audit_log", "transcripts", "claims", "runs"}
 
 
 @pytest.fixture
