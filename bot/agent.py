@@ -9,9 +9,10 @@ boundary, so a run can be picked up again from the store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
 from bot.hooks import HookContext, HookRegistry, HookTrigger, ToolCallEvent
 from bot.human_tools import HumanInputToolHandler
 from bot.records import RequestStore
+from bot.runs import RunLeases
 from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, ToolHandler
 
@@ -137,6 +139,9 @@ class AIChannel:
     channel_type: str = "ai"
     hooks: HookRegistry = field(default_factory=HookRegistry)
     store: RequestStore | None = None
+    runs: RunLeases | None = None  # with a store: which worker runs each room
+    busy_patience: float = 300.0  # how long a turn waits for another worker's turn in its room
+    suspended: bool = False  # shutting down: a cut turn leaves its transcript for a resume
     _transcripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _room_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
@@ -173,12 +178,53 @@ class AIChannel:
         `on_text` is given each piece of text as the model writes it, before its tool calls
         run, so a surface can post "I'll ask for approval" ahead of the request itself.
         """
-        lock = self._room_locks.setdefault(room_id, asyncio.Lock())
-        async with lock:
+        async with self._room_run(room_id, actor_id):
             messages = await self._load(room_id)
             _append_user_text(messages, text)
             await self._save(room_id, messages)
             return await self._run_rounds(room_id, messages, actor_id, on_text)
+
+    async def resume(
+        self, room_id: str, *, actor_id: str | None = None, on_text: TextCallback | None = None
+    ) -> str:
+        """Carry on a run cut short (its worker restarted or died) from the saved transcript.
+
+        The open round's calls run again, a human tool waiting on the request it had made
+        (answered meanwhile or not); then the turn goes on as respond() would.
+        """
+        async with self._room_run(room_id, actor_id, adopted=True):
+            messages = await self._load(room_id)
+            calls = _open_round(messages)
+            if calls:
+                offered = self.offered_tools
+                results = await asyncio.gather(
+                    *(self._run_tool(c, offered, room_id, actor_id, resumed=True) for c in calls)
+                )
+                messages.append({"role": "user", "content": results})
+                await self._save(room_id, messages)
+            elif not messages or messages[-1]["role"] == "assistant":
+                return ""  # the turn had ended; only its run was left open
+            return await self._run_rounds(room_id, messages, actor_id, on_text)
+
+    @contextlib.asynccontextmanager
+    async def _room_run(
+        self, room_id: str, actor_id: str | None, *, adopted: bool = False
+    ) -> AsyncIterator[None]:
+        """One turn at a time per room: in this process (a lock), across workers (the run)."""
+        lock = self._room_locks.setdefault(room_id, asyncio.Lock())
+        async with lock:
+            runs = self.runs
+            if runs is not None and not adopted:
+                acquired = await runs.acquire(
+                    room_id, self.channel_id, actor_id, patience=self.busy_patience
+                )
+                if not acquired:
+                    raise RuntimeError(f"room {room_id} is busy with another turn")
+            try:
+                yield
+            finally:
+                if runs is not None and not self.suspended:
+                    await asyncio.shield(runs.finish(room_id, self.channel_id))
 
     async def _run_rounds(
         self,
@@ -215,6 +261,8 @@ class AIChannel:
                 messages.append({"role": "user", "content": results})
                 await self._save(room_id, messages)
             except asyncio.CancelledError:
+                if self.suspended:  # shutting down: the transcript waits for a resume as it is
+                    raise
                 if turn.tool_calls and messages[-1]["role"] == "assistant":
                     messages.append(_cancelled_results(turn.tool_calls))
                 await asyncio.shield(self._save(room_id, messages))
@@ -238,13 +286,15 @@ class AIChannel:
         offered: dict[str, AITool],
         room_id: str,
         actor_id: str | None,
+        *,
+        resumed: bool = False,
     ) -> dict[str, Any]:
         name, call_id = call["name"], call["id"]
         arguments: dict[str, Any] = call.get("input") or {}
         event = ToolCallEvent(name, arguments, call_id, room_id, self.channel_id, actor_id)
         context = HookContext(room_id=room_id, channel_id=self.channel_id)
         try:
-            outcome = await self._decide(event, offered, context, actor_id)
+            outcome = await self._decide(event, offered, context, actor_id, resumed)
         except asyncio.CancelledError:
             self._drop_announced(event, "The turn was cancelled")
             self.hooks.fire(HookTrigger.ON_TOOL_CALL, _ended(event, cancelled=True), context)
@@ -265,6 +315,7 @@ class AIChannel:
         offered: dict[str, AITool],
         context: HookContext,
         actor_id: str | None,
+        resumed: bool,
     ) -> _Outcome:
         tool = offered.get(event.tool_name)
         if tool is None:
@@ -284,7 +335,7 @@ class AIChannel:
                 return _Outcome(error.message, is_error=True, refused=True)
         call_context = ToolCallContext(
             room_id=event.room_id, channel_id=self.channel_id, channel_type=self.channel_type,
-            tool_call_id=event.tool_call_id, actor_id=actor_id,
+            tool_call_id=event.tool_call_id, actor_id=actor_id, resumed=resumed,
         )  # fmt: skip
         with tool_turn_context(call_context):
             outcome = await self._dispatch(event.tool_name, arguments)
@@ -353,6 +404,15 @@ def _append_user_text(messages: list[dict[str, Any]], text: str) -> None:
         messages[-1]["content"] = [*content, {"type": "text", "text": text}]
     else:
         messages.append({"role": "user", "content": text})
+
+
+def _open_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of a trailing assistant message that has no results yet."""
+    if not messages or messages[-1]["role"] != "assistant":
+        return []
+    content = messages[-1]["content"]
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 
 def _cancelled_results(calls: list[dict[str, Any]]) -> dict[str, Any]:

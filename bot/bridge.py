@@ -6,28 +6,48 @@ surface (Slack, Teams, the console) is an observer of every request's transition
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
-from bot.agent import AIChannel
+from bot.agent import AIChannel, TextCallback
 from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent
 from bot.records import RequestRecord, RequestStore
+from bot.runs import LEASE_SECONDS, RunLeases
 from bot.timers import DeadlineScheduler
 
 log = logging.getLogger(__name__)
+
+Replier = Callable[[str, str], Awaitable[None]]
+"""(room id, text): post the agent's words in a room."""
 
 
 class Bridge:
     """Wires AI channels to hooks, a store and the surfaces that show requests to people."""
 
-    def __init__(self, *, store: RequestStore | None = None, hook_budget: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        store: RequestStore | None = None,
+        hook_budget: float = 30.0,
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
         self.store = store
         self.hooks = HookRegistry(hook_budget)
         self.channels: dict[str, AIChannel] = {}
         self.handlers: list[HumanInputHandler] = []
         self._observers: list[Observer] = []
         self._scheduler: DeadlineScheduler | None = None
+        self._repliers: dict[str, Replier] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._adopter: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._stop_listening: Callable[[], Awaitable[None]] = _nothing
+        self.runs = RunLeases(store, lease_seconds=lease_seconds) if store is not None else None
 
     def hook(
         self,
@@ -52,6 +72,7 @@ class Bridge:
         channel.hooks = self.hooks
         if self.store is not None:
             channel.store = self.store
+            channel.runs = self.runs
         human = channel.human_input_handler
         if human is None:
             return
@@ -87,14 +108,63 @@ class Bridge:
             return channel.human_input_handler.handler
         return self.handlers[0] if self.handlers else None
 
+    def set_replier(self, room_prefix: str, replier: Replier) -> None:
+        """Where a resumed run's words go: the surface whose rooms start with `room_prefix`."""
+        self._repliers[room_prefix] = replier
+
+    def _replier_for(self, room_id: str) -> TextCallback | None:
+        for prefix, replier in self._repliers.items():
+            if room_id.startswith(prefix):
+                return functools.partial(replier, room_id)
+        return None
+
     async def start(self) -> None:
-        """Start durable deadlines: expire what passed while down, then sleep until the next."""
+        """With a store: expire what passed while down, hear other workers' settles, and
+        adopt runs whose worker is gone; then keep doing so."""
         if self.store is None or self._scheduler is not None:
             return
         self._scheduler = DeadlineScheduler(self.store, self._expire)
         for handler in self.handlers:
             handler.on_deadline_armed = self._scheduler.poke
         await self._scheduler.start()
+        self._stop_listening = await self.store.listen_settled(self._heard)
+        assert self.runs is not None  # a store brings runs
+        self.runs.start()
+        self._adopter = asyncio.create_task(self._adopt_forever(self.runs))
+
+    def _heard(self, request_id: str) -> None:
+        """Another worker settled a request: wake the waiter if it is one of ours."""
+        for handler in self.handlers:
+            self._spawn(handler.follow(request_id))
+
+    async def _adopt_forever(self, runs: RunLeases) -> None:
+        # Twice per lease: a dead worker's run is taken over within 1.5 leases. Stopped by an
+        # event rather than cancelled, so no query is cut off holding a connection.
+        while not self._stopping.is_set():
+            try:
+                await self.adopt_orphans(runs)
+            except Exception:
+                log.exception("adopting orphaned runs failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), runs.lease_seconds / 2)
+
+    async def adopt_orphans(self, runs: RunLeases) -> int:
+        """Resume every run whose worker stopped renewing it; returns how many were taken."""
+        taken = 0
+        for run in await runs.orphans():
+            channel = self.channels.get(run.channel_id)
+            if channel is None or not await runs.adopt(run):
+                continue
+            taken += 1
+            log.warning("resuming the run of %s left by another worker", run.room_id)
+            on_text = self._replier_for(run.room_id)
+            self._spawn(channel.resume(run.room_id, actor_id=run.actor_id, on_text=on_text))
+        return taken
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _expire(self, record: RequestRecord) -> None:
         handler = self.handler_for(record.channel_id)
@@ -103,11 +173,37 @@ class Bridge:
             return
         await handler.expire_record(record)
 
+    def suspend(self) -> None:
+        """Shutting down: turns cut from now on leave their requests and transcripts as they
+        are, for another worker (or this one, restarted) to resume."""
+        for handler in self.handlers:
+            handler.suspended = True
+        for channel in self.channels.values():
+            channel.suspended = True
+
     async def close(self) -> None:
-        """Stop deadlines, let in-flight settles and observers finish, run pending hooks."""
+        """Stop background work, let in-flight settles and observers finish; a suspended
+        bridge also lets its runs' leases lapse so other workers adopt them at once."""
+        self._stopping.set()
+        if self._adopter is not None:
+            await asyncio.gather(self._adopter, return_exceptions=True)
+            self._adopter = None
         if self._scheduler is not None:
             await self._scheduler.stop()
             self._scheduler = None
+        await self._stop_listening()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         for handler in self.handlers:
             await handler.drain()
         await self.hooks.drain()
+        if self.runs is not None:
+            if any(channel.suspended for channel in self.channels.values()):
+                await self.runs.release_all()
+            else:
+                await self.runs.stop()
+
+
+async def _nothing() -> None:
+    return None

@@ -195,6 +195,9 @@ class HumanInputHandler:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._notifier_tasks: set[asyncio.Task[Any]] = set()
         self.on_deadline_armed: Callable[[datetime], None] | None = None
+        # Set while the worker shuts down: a wait cut then leaves its request pending, for the
+        # worker that resumes the run (DESIGN.md §3), instead of withdrawing it.
+        self.suspended = False
         # Shared by every request's timer, rather than a bound method and a context copy each.
         self._expire_callback = self._expire
         self._timer_context = Context()
@@ -215,6 +218,16 @@ class HumanInputHandler:
     def set_answer_validator(self, tool_name: str, validator: AnswerValidator) -> None:
         """Check (and normalise) answers to `tool_name`; a validator raises AnswerInvalidError."""
         self._validators[tool_name] = validator
+
+    async def request_for_tool_call(self, tool_call_id: str) -> str | None:
+        """The id of the request a tool call made (in memory, else in the store), or None."""
+        for request in (*self._active.values(), *self._settled.values()):
+            if request.tool_call_id == tool_call_id:
+                return request.pending_id
+        if self.store is None:
+            return None
+        record = await self.store.request_for_tool_call(tool_call_id)
+        return record.id if record is not None else None
 
     def asked(self, tool_call_id: str) -> bool:
         """Whether a request was made for this tool call (a scan: for rare paths only)."""
@@ -379,7 +392,17 @@ class HumanInputHandler:
             if not waiters:
                 request._waiters = None
         if request._waiters is None and request.status is RequestStatus.PENDING:
-            self._settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
+            if self.suspended:
+                self._release_memory(request)
+            else:
+                self._settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
+
+    def _release_memory(self, request: PendingInput) -> None:
+        """Forget a request without settling it: its row stays pending for another worker."""
+        if request._timer is not None:
+            request._timer.cancel()
+            request._timer = None
+        self._active.pop(request.pending_id, None)
 
     def _arm_timer(self, request: PendingInput, seconds: float) -> None:
         if request._timer is not None:

@@ -358,6 +358,10 @@ class HumanInputToolHandler:
         if tool is not None:
             arguments = tool.parse_arguments(arguments)
         context = current_tool_context()
+        if context is not None and context.resumed and context.tool_call_id:
+            asked = await self.handler.request_for_tool_call(context.tool_call_id)
+            if asked is not None:
+                return await self._wait(name, asked)
         pending = await self.handler.create(
             name,
             arguments,
@@ -368,8 +372,11 @@ class HumanInputToolHandler:
             actor_id=context.actor_id if context else None,
             timeout=self.timeout,
         )
+        return await self._wait(name, pending.pending_id)
+
+    async def _wait(self, name: str, pending_id: str) -> str:
         try:
-            return await self.handler.wait(pending.pending_id, timeout=self.timeout)
+            return await self.handler.wait(pending_id, timeout=self.timeout)
         except HumanInputRejectedError as rejected:
             raise ToolRefusedError(
                 f"Rejected: {rejected}" if str(rejected) else "Rejected"

@@ -17,6 +17,9 @@ class ToolCallContext:
     channel_type: str = "ai"
     tool_call_id: str = ""
     actor_id: str | None = None
+    # A call of a run resumed after a restart: a human tool waits on the request it already
+    # made rather than asking again.
+    resumed: bool = False
 
 
 _current: ContextVar[ToolCallContext | None] = ContextVar("hitl_tool_call", default=None)

@@ -22,6 +22,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.conversations import Conversations
 from adapters.slack.interactions import Interactions
 from adapters.slack.render import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
+from adapters.slack.rooms import PREFIX as ROOM_PREFIX
+from adapters.slack.rooms import parse_room
 from adapters.slack.surface import SlackSurface
 from bot import AIChannel, Bridge, HumanTool
 from bot.access import AnswerPolicy
@@ -74,7 +76,7 @@ class SlackAdapter:
             surface=self.surface,
             store=store,
             policy=policy,
-            handlers=lambda: bridge.handlers,
+            handler_for=bridge.handler_for,
             bot_user_id=lambda: self.bot_user_id,
         )
         self.interactions = Interactions(
@@ -87,6 +89,7 @@ class SlackAdapter:
             later=self._later,
         )
         self._register()
+        bridge.set_replier(ROOM_PREFIX, self._reply)
 
     def _register(self) -> None:
         app = self.app
@@ -109,6 +112,12 @@ class SlackAdapter:
         task = asyncio.create_task(_logged(work))
         self._work.add(task)
         task.add_done_callback(self._work.discard)
+
+    async def _reply(self, room_id: str, text: str) -> None:
+        """A resumed run's words, posted in its thread."""
+        room = parse_room(room_id)
+        if room is not None:
+            await self.surface.post_text(room, text)
 
     async def start(self) -> None:
         """Learn who the bot is (auth.test): its own messages are ignored, its mention stripped."""

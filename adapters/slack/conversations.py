@@ -16,7 +16,7 @@ from typing import Any
 
 from adapters.slack.rooms import SlackRoom
 from adapters.slack.surface import SlackSurface
-from bot import AIChannel, HumanInputHandler, PendingInput
+from bot import AIChannel, HumanInputHandler
 from bot.access import AnswerPolicy
 from bot.records import RequestStore
 
@@ -57,14 +57,14 @@ class Conversations:
         surface: SlackSurface,
         store: RequestStore,
         policy: AnswerPolicy,
-        handlers: Callable[[], list[HumanInputHandler]],
+        handler_for: Callable[[str], HumanInputHandler | None],
         bot_user_id: Callable[[], str],
     ) -> None:
         self.channel = channel
         self.surface = surface
         self.store = store
         self.policy = policy
-        self.handlers = handlers
+        self.handler_for = handler_for
         self.bot_user_id = bot_user_id
         self._turns: set[asyncio.Task[None]] = set()
 
@@ -92,27 +92,19 @@ class Conversations:
 
     async def _answer_question(self, room: SlackRoom, user: str, text: str) -> bool:
         """A thread reply answers the oldest open question there that `user` may answer."""
-        question = self._open_question(room, user)
-        if question is None or not text:
+        if not text:
             return False
-        handler, request = question
-        answer = json.dumps({"answer": text})
-        return await handler.answer(request.pending_id, answer, by=user)
-
-    def _open_question(
-        self, room: SlackRoom, user: str
-    ) -> tuple[HumanInputHandler, PendingInput] | None:
-        for handler in self.handlers():
-            questions = [
-                request
-                for request in handler.pending.values()
-                if request.room_id == room.room_id
-                and request.tool_name == QUESTION_TOOL
-                and self.policy.may_answer(user, request.actor_id)
-            ]
-            if questions:
-                return handler, min(questions, key=lambda r: r.created_at)
-        return None
+        # From the store, not memory: the question may have been asked by another worker, or
+        # by this one before a restart.
+        for request in await self.store.pending_in_room(room.room_id):
+            if request.tool_name == QUESTION_TOOL and self.policy.may_answer(
+                user, request.actor_id
+            ):
+                handler = self.handler_for(request.channel_id)
+                if handler is not None:
+                    answer = json.dumps({"answer": text})
+                    return await handler.answer(request.id, answer, by=user)
+        return False
 
     async def _bot_in_thread(self, room: SlackRoom) -> bool:
         return bool(await self.store.load_transcript(room.room_id, self.channel.channel_id))

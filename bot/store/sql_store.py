@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
@@ -208,6 +208,7 @@ class SqlStore:
         self._new_run = _new_run(engine.dialect.name)
         self._notify = engine.dialect.name == "postgresql"
         self._claims = 0
+        self._in_flight: set[asyncio.Task[Any]] = set()
 
     @classmethod
     def from_url(
@@ -363,20 +364,41 @@ class SqlStore:
         return await self.current_revision() == head_revision()
 
     async def close(self) -> None:
+        """Let calls in flight finish (their callers may be gone), then close the pool."""
+        while self._in_flight:
+            await asyncio.gather(*self._in_flight, return_exceptions=True)
         await self._engine.dispose()
 
     async def _write(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `body` in one writing transaction: committed if it returns, rolled back if not."""
+        return await self._uncancellable(self._write_now(body, *args, **kwargs))
+
+    async def _write_now(
+        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         async with self._write_turn(), self._writer.connect() as conn:
             return await conn.run_sync(_in_transaction, body, *args, **kwargs)
 
     async def _read(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        return await self._uncancellable(self._read_now(body, *args, **kwargs))
+
+    async def _read_now(
+        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         async with self._engine.connect() as conn:
             return await conn.run_sync(body, *args, **kwargs)
+
+    async def _uncancellable(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run a database call to its end even if its caller is cancelled: cut mid-statement,
+        a pooled connection is lost (and a transaction's outcome unknown). close() waits."""
+        task = asyncio.ensure_future(work)
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(task)
 
     @contextlib.asynccontextmanager
     async def _write_turn(self) -> AsyncIterator[None]:

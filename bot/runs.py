@@ -1,0 +1,111 @@
+"""Which worker runs the agent of each room: a lease in the store, renewed while it lives.
+
+A turn takes its room's run (a compare-and-set), and gives it back when it ends. A worker that
+dies stops renewing; once its lease lapses another worker adopts the run and resumes it from
+the saved transcript. A worker shutting down lets its leases lapse at once, so adoption is
+immediate; it does not settle its requests, which stay pending for whoever takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from datetime import UTC, datetime, timedelta
+
+from bot.records import RequestStore, RunRecord
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 10.0
+BUSY_POLL_SECONDS = 0.25
+
+
+def worker_name() -> str:
+    """Unique per process: host, pid and a random part (pids are reused after restarts)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class RunLeases:
+    """This worker's runs: acquire per turn, renewed in the background, released on shutdown."""
+
+    def __init__(
+        self,
+        store: RequestStore,
+        *,
+        worker_id: str | None = None,
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
+        self.store = store
+        self.worker_id = worker_id or worker_name()
+        self.lease_seconds = lease_seconds
+        self._held = 0
+        self._renewer: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    def _lease_until(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
+
+    async def acquire(
+        self, room_id: str, channel_id: str, actor_id: str | None, *, patience: float
+    ) -> bool:
+        """Take the room's run, waiting up to `patience` s while another live worker has it."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + patience
+        while not await self.store.claim_run(
+            room_id, channel_id, self.worker_id, actor_id, self._lease_until()
+        ):
+            if loop.time() >= give_up:
+                return False
+            await asyncio.sleep(BUSY_POLL_SECONDS)
+        self._held += 1
+        return True
+
+    async def adopt(self, run: RunRecord) -> bool:
+        """Take over a lapsed run (its worker is gone); True if this worker got it."""
+        won = await self.store.claim_run(
+            run.room_id, run.channel_id, self.worker_id, run.actor_id, self._lease_until()
+        )
+        if won:
+            self._held += 1
+        return won
+
+    async def finish(self, room_id: str, channel_id: str) -> None:
+        self._held = max(self._held - 1, 0)
+        await self.store.finish_run(room_id, channel_id, self.worker_id)
+
+    async def orphans(self) -> list[RunRecord]:
+        return await self.store.orphaned_runs(datetime.now(UTC))
+
+    def start(self) -> None:
+        if self._renewer is None:
+            self._stopping.clear()
+            self._renewer = asyncio.create_task(self._renew_forever())
+
+    async def _renew_forever(self) -> None:
+        # Three renewals per lease: one lost to a slow database does not lose the run. Stopped
+        # by an event, not cancelled, so no renewal is cut off holding a connection.
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.lease_seconds / 3)
+            if self._held and not self._stopping.is_set():
+                try:
+                    await self.store.renew_runs(self.worker_id, self._lease_until())
+                except Exception:
+                    log.exception("could not renew the leases of %s", self.worker_id)
+
+    async def release_all(self) -> None:
+        """Shutting down: let every run of this worker lapse now, for another to adopt."""
+        await self.stop()
+        released = await self.store.release_runs(self.worker_id, datetime.now(UTC))
+        if released:
+            log.warning("released %d run(s) for other workers to resume", released)
+
+    async def stop(self) -> None:
+        if self._renewer is not None:
+            self._stopping.set()
+            await self._renewer
+            self._renewer = None
