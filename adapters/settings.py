@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", alias="HITL_HOST")
     port: int = Field(3000, alias="HITL_PORT", ge=0, le=65535)
     timeout_seconds: float = Field(300.0, alias="HITL_TIMEOUT_SECONDS", gt=0)
+    # How long a worker's hold on a room's run lasts unrenewed: a dead worker's runs are
+    # resumed elsewhere within 1.5 leases.
+    lease_seconds: float = Field(10.0, alias="HITL_LEASE_SECONDS", gt=0)
     model: str = Field("claude-sonnet-5-5", alias="HITL_MODEL")
     admins: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_ADMINS")
     approvers: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_APPROVERS")
