@@ -21,7 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.conversations import Conversations
 from adapters.slack.interactions import Interactions
-from adapters.slack.render import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
+from adapters.slack.render import ACTION_PREFIX, MODAL_CALLBACK_PREFIX, pending_summary
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.rooms import parse_room
 from adapters.slack.surface import SlackSurface
@@ -30,6 +30,8 @@ from bot.access import AnswerPolicy
 from bot.records import RequestStore
 
 log = logging.getLogger(__name__)
+
+SLASH_COMMAND = "/hitl"
 
 SLACK_API_URL = "https://slack.com/api/"
 
@@ -62,6 +64,7 @@ class SlackAdapter:
         tools: Mapping[str, HumanTool],
     ) -> None:
         self.client = client
+        self.store = store
         self.bot_user_id = ""
         self._work: set[asyncio.Task[None]] = set()
         # process_before_response: Bolt answers Slack when the listener returns (instead of
@@ -97,6 +100,14 @@ class SlackAdapter:
         app.event("message")(self._on_message)
         app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
         app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
+        app.command(SLASH_COMMAND)(self._on_command)
+
+    async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        """/hitl [pending]: the requests waiting for an answer in this channel, privately."""
+        channel = str(command.get("channel_id", ""))
+        prefix = f"{ROOM_PREFIX}{channel}:"
+        waiting = [r for r in await self.store.list_pending() if r.room_id.startswith(prefix)]
+        await ack(text=pending_summary(waiting), response_type="ephemeral")
 
     async def _on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()

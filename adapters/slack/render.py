@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -52,6 +52,7 @@ from adapters.slack.text import (
 )
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools import FieldType, HumanTool
+from bot.records import RequestRecord
 
 Block = dict[str, Any]
 Args = Mapping[str, Any]
@@ -855,3 +856,17 @@ def render_modal(
     if any(block["type"] == "input" for block in view["blocks"]):
         view["submit"] = plain(truncate(submit, MODAL_BUTTON))
     return view
+
+
+def pending_summary(requests: Sequence[RequestRecord]) -> str:
+    """The /hitl reply: one line per open request (who must answer, what, until when)."""
+    if not requests:
+        return "Nothing is waiting for an answer in this channel."
+    lines = [f"{len(requests)} request(s) waiting for an answer:"]
+    for request in requests[:20]:
+        who = mention(request.actor_id) if request.actor_id else "anyone"
+        until = f", until {slack_date(request.expires_at)}" if request.expires_at else ""
+        lines.append(f"• {fit(request.tool_name, 100)} for {who}{until}")
+    if len(requests) > 20:
+        lines.append(f"… and {len(requests) - 20} more")
+    return truncate("\n".join(lines), SECTION_TEXT)

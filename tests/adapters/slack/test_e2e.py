@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -548,3 +549,24 @@ async def test_healthz_is_ok_once_started(env: Env) -> None:
     async with env.http.get(f"{env.server.url}/healthz") as response:
         assert response.status == 200
         assert await response.json() == {"ok": True}
+
+
+# -- the slash command -------------------------------------------------------------------------
+
+
+async def test_the_slash_command_lists_what_waits_in_the_channel(env: Env) -> None:
+    command = {
+        "command": "/hitl", "text": "pending", "channel_id": CHANNEL, "user_id": ALICE,
+        "team_id": "T0FAKE", "trigger_id": env.slack.new_trigger_id(),
+        "response_url": env.slack.new_response_url(CHANNEL, "1.0"),
+    }  # fmt: skip
+    body = urlencode(command).encode()
+    kind = "application/x-www-form-urlencoded"
+    empty = await env.post(body, content_type=kind)
+    assert empty.status == 200
+    assert "Nothing is waiting" in (await empty.json())["text"]
+
+    await start_turn(env, "requestApproval", {"action": "Deploy v2", "reason": "Release day"})
+    listed = await (await env.post(body, content_type=kind)).json()
+    assert listed["response_type"] == "ephemeral"
+    assert "1 request(s) waiting" in listed["text"] and f"<@{ALICE}>" in listed["text"]

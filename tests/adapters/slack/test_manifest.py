@@ -1,0 +1,48 @@
+"""manifest.yml declares exactly what the app uses: its events, scopes and endpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from adapters.slack.app import SLASH_COMMAND
+
+MANIFEST = Path(__file__).resolve().parents[3] / "manifest.yml"
+
+
+def manifest() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(MANIFEST.read_text())
+    return loaded
+
+
+def test_it_subscribes_to_the_events_the_app_handles() -> None:
+    events = manifest()["settings"]["event_subscriptions"]
+    assert set(events["bot_events"]) == {
+        "app_mention", "message.channels", "message.groups", "message.im",
+    }  # fmt: skip
+    assert events["request_url"].endswith("/slack/events")
+
+
+def test_interactivity_and_the_command_share_the_one_endpoint() -> None:
+    data = manifest()
+    assert data["settings"]["interactivity"] == {
+        "is_enabled": True,
+        "request_url": data["settings"]["event_subscriptions"]["request_url"],
+    }
+    [command] = data["features"]["slash_commands"]
+    assert command["command"] == SLASH_COMMAND
+    assert command["url"].endswith("/slack/events")
+
+
+def test_it_asks_for_the_scopes_it_uses_and_no_more() -> None:
+    scopes = set(manifest()["oauth_config"]["scopes"]["bot"])
+    assert scopes == {
+        "app_mentions:read", "channels:history", "groups:history", "im:history",
+        "chat:write", "commands", "files:read",
+    }  # fmt: skip
+
+
+def test_socket_mode_is_off_by_default() -> None:
+    assert manifest()["settings"]["socket_mode_enabled"] is False

@@ -1,0 +1,76 @@
+"""DESIGN.md §1's dependency rules, checked on the source (imports read with `ast`)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAT_SDKS = ("slack_sdk", "slack_bolt", "microsoft_teams")
+PURE_MODULES = [
+    "adapters/slack/render.py",
+    "adapters/slack/parse.py",
+    "adapters/slack/text.py",
+    "adapters/teams/cards.py",
+    "adapters/teams/actions.py",
+    "adapters/console/render.py",
+]
+
+
+def _python_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _uses(names: set[str], package: str) -> bool:
+    return any(name == package or name.startswith(package + ".") for name in names)
+
+
+@pytest.mark.parametrize("path", _python_files("bot"), ids=str)
+def test_the_core_knows_no_chat_platform(path: Path) -> None:
+    imports = _imports(path)
+    for package in ("adapters", "aiohttp", *CHAT_SDKS):
+        assert not _uses(imports, package), f"{path} imports {package}"
+
+
+@pytest.mark.parametrize("path", _python_files("bot") + _python_files("adapters"), ids=str)
+def test_sqlalchemy_only_in_the_store_and_anthropic_only_in_the_agent(path: Path) -> None:
+    relative = path.relative_to(ROOT).as_posix()
+    imports = _imports(path)
+    if not relative.startswith("bot/store/"):
+        assert not _uses(imports, "sqlalchemy"), f"{relative} imports sqlalchemy"
+    if relative != "bot/agent.py":
+        assert not _uses(imports, "anthropic"), f"{relative} imports anthropic"
+
+
+@pytest.mark.parametrize("path", _python_files("adapters"), ids=str)
+def test_a_platform_adapter_never_imports_another(path: Path) -> None:
+    parts = path.relative_to(ROOT / "adapters").parts
+    if len(parts) < 2:
+        return  # adapters/serve.py and friends compose the surfaces
+    own = parts[0]
+    for other in ("slack", "teams", "console"):
+        if other != own:
+            assert not _uses(_imports(path), f"adapters.{other}"), f"{path} imports {other}"
+
+
+@pytest.mark.parametrize("relative", PURE_MODULES)
+def test_rendering_and_parsing_are_pure(relative: str) -> None:
+    path = ROOT / relative
+    tree = ast.parse(path.read_text(), relative)
+    awaits = [n for n in ast.walk(tree) if isinstance(n, ast.Await | ast.AsyncFunctionDef)]
+    assert not awaits, f"{relative} awaits"
+    imports = _imports(path)
+    for io in ("aiohttp", "bot.store", "slack_sdk.web", "slack_bolt", "sqlalchemy", "asyncio"):
+        assert not _uses(imports, io), f"{relative} imports {io}"
