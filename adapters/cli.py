@@ -23,7 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--message", help="run one turn with this message, then exit")
     db = commands.add_parser("db", help="database migrations")
     db.add_argument("action", choices=["upgrade"], help="migrate to the newest revision")
-    commands.add_parser("serve", help="serve Slack (HTTP or Socket Mode) on HITL_HOST:HITL_PORT")
+    commands.add_parser(
+        "serve", help="serve Slack (HTTP or Socket Mode) and/or Teams on HITL_HOST:HITL_PORT"
+    )
     commands.add_parser("pending", help="list the requests waiting for an answer")
     return parser
 

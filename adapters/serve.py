@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -15,6 +16,7 @@ from adapters.console.demo import SYSTEM_PROMPT, make_provider
 from adapters.server import build_web_app
 from adapters.settings import Settings
 from adapters.slack.app import SlackAdapter, slack_client
+from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, HumanInputToolHandler
 from bot.access import AnswerPolicy
 from bot.store import SqlStore, open_store
@@ -41,20 +43,34 @@ def check_slack_settings(settings: Settings) -> tuple[str, str]:
     )
 
 
+# -- Teams (adapters/teams): Slack and Teams are each optional, one of them is needed ----------
+
+
+def _slack_if_set(settings: Settings) -> tuple[str, str] | None:
+    """Slack's token and secret; None when neither is set (a Teams-only service)."""
+    if settings.slack_bot_token is None and settings.slack_signing_secret is None:
+        return None
+    return check_slack_settings(settings)
+
+
+# -- end Teams --------------------------------------------------------------------------------
+
+
 @dataclass
 class Service:
     """What serve runs, so shutdown can stop it in the right order."""
 
     store: SqlStore
     bridge: Bridge
-    slack: SlackAdapter
+    slack: SlackAdapter | None
     channel: AIChannel
     ready: bool = False
-    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    teams: TeamsAdapter | None = None
 
 
 async def build_service(settings: Settings) -> Service:
-    token, secret = check_slack_settings(settings)
+    teams = teams_config(settings)
+    slack_secrets = check_slack_settings(settings) if teams is None else _slack_if_set(settings)
     store = await open_store(settings.database_url, migrate=False)
     if not await store.schema_revision_ok():
         await store.close()
@@ -62,7 +78,7 @@ async def build_service(settings: Settings) -> Service:
             f"the database at {settings.database_url} is behind this version's migrations: "
             "run `hitl-bridge db upgrade` first"
         )
-    bridge = Bridge(store=store)
+    bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
     human = HumanInputToolHandler.builtin(timeout=settings.timeout_seconds)
     channel = AIChannel(
         "slack",
@@ -71,53 +87,110 @@ async def build_service(settings: Settings) -> Service:
         human_input_handler=human,
     )
     bridge.register_channel(channel)
-    slack = SlackAdapter(
-        bridge=bridge,
-        channel=channel,
-        client=slack_client(token, settings.slack_api_url),
-        signing_secret=secret,
-        store=store,
-        policy=AnswerPolicy(admins=settings.admins, approvers=settings.approvers),
-        tools=human.tools,
-    )
-    return Service(store=store, bridge=bridge, slack=slack, channel=channel)
+    policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
+    slack = None
+    if slack_secrets is not None:
+        token, secret = slack_secrets
+        slack = SlackAdapter(
+            bridge=bridge,
+            channel=channel,
+            client=slack_client(token, settings.slack_api_url),
+            signing_secret=secret,
+            store=store,
+            policy=policy,
+            tools=human.tools,
+        )
+    service = Service(store=store, bridge=bridge, slack=slack, channel=channel)
+    if teams is not None:
+        service.teams = TeamsAdapter(
+            bridge=bridge, channel=channel, store=store, policy=policy, tools=human.tools,
+            config=teams,
+        )  # fmt: skip
+    return service
+
+
+class Server:
+    """A started service on its port: `await Server.start(settings)`, then `await stop()`."""
+
+    def __init__(self, settings: Settings, service: Service, runner: web.AppRunner) -> None:
+        self.settings = settings
+        self.service = service
+        self.runner = runner
+        self.socket_mode: AsyncSocketModeHandler | None = None
+
+    @classmethod
+    async def start(cls, settings: Settings) -> Server:
+        service = await build_service(settings)
+
+        async def health() -> bool:
+            return service.ready
+
+        slack, teams = service.slack, service.teams
+        app = build_web_app(
+            health=health,
+            slack=slack.handle if slack is not None else None,
+            teams=teams.handle if teams is not None else None,
+        )
+        # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
+        await runner.setup()
+        server = cls(settings, service, runner)
+        try:
+            await web.TCPSite(runner, settings.host, settings.port).start()
+            if slack is not None:
+                await slack.start()
+            if teams is not None:
+                await teams.start()
+            await service.bridge.start()
+            server.socket_mode = await _start_socket_mode(settings, service)
+        except BaseException:
+            await server.stop()
+            raise
+        service.ready = True
+        return server
+
+    @property
+    def url(self) -> str:
+        host, port = self.runner.addresses[0][:2]
+        return f"http://{host}:{port}"
+
+    async def stop(self) -> None:
+        """Stop taking requests, let those in flight (acks) finish, then close the rest.
+
+        Open requests stay pending and runs are released for another worker (or this one,
+        restarted) to resume: a shutdown is not an answer (DESIGN.md §3).
+        """
+        self.service.ready = False
+        self.service.bridge.suspend()
+        if self.socket_mode is not None:
+            await self.socket_mode.close_async()  # type: ignore[no-untyped-call]
+        await self.runner.cleanup()
+        await _close(self.service)
 
 
 async def serve(settings: Settings) -> int:
     """Run until SIGTERM or SIGINT; returns the exit status."""
-    service = await build_service(settings)
-
-    async def health() -> bool:
-        return service.ready
-
-    app = build_web_app(health=health, slack=service.slack.handle)
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()
+    server = await Server.start(settings)
+    # What is loaded by now (modules, the SDKs' models, the service) lives as long as the
+    # process: keep it out of the cyclic GC, whose full passes over it (~250k objects) stalled
+    # the event loop, and so every ack, for 100-250 ms under load (bench/slack_ack_latency.py).
+    gc.collect()
+    gc.freeze()
+    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, service.stopping.set)
-    socket_mode = None
+        loop.add_signal_handler(signum, stopping.set)
+    log.warning("hitl-bridge serving on %s", server.url)
     try:
-        await service.slack.start()
-        await service.bridge.start()
-        socket_mode = await _start_socket_mode(settings, service)
-        service.ready = True
-        log.warning("hitl-bridge serving on http://%s:%s", settings.host, settings.port)
-        await service.stopping.wait()
+        await stopping.wait()
     finally:
-        service.ready = False
-        if socket_mode is not None:
-            await socket_mode.close_async()  # type: ignore[no-untyped-call]
-        await runner.cleanup()  # stops taking requests, lets those in flight finish
-        await _close(service)
+        await server.stop()
     return 0
 
 
 async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocketModeHandler | None:
     """Socket Mode when SLACK_APP_TOKEN is set: Slack connects out, no public URL needed."""
-    if settings.slack_app_token is None:
+    if settings.slack_app_token is None or service.slack is None:
         return None
     token = settings.slack_app_token.get_secret_value()
     handler = AsyncSocketModeHandler(service.slack.app, token)
@@ -126,9 +199,15 @@ async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocke
 
 
 async def _close(service: Service) -> None:
-    with contextlib.suppress(Exception):
-        await service.slack.close()
+    if service.slack is not None:
+        with contextlib.suppress(Exception):
+            await service.slack.close()
+    if service.teams is not None:
+        with contextlib.suppress(Exception):
+            await service.teams.close()
     await service.bridge.close()
+    if service.teams is not None:  # after the bridge: its last card updates use these clients
+        await service.teams.close_clients()
     provider = service.channel.provider
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()

@@ -1,0 +1,200 @@
+"""The Teams app: the Teams SDK's `App` wired to the core (conversations, invokes, card updates).
+
+The SDK's `App` gives us its HTTP server (JWT validation of every incoming activity, on our
+aiohttp server through `AiohttpAdapter`), its credentials and token manager, and its Bot
+Connector client. Activities that passed its validation come to `_on_activity` (the server's
+`on_request` callback, which `App.initialize()` points at the SDK's own activity pipeline):
+
+- `message`: a turn, handled after the HTTP response (conversations.py);
+- `invoke` `adaptiveCard/action`: a refresh or an answer, answered with a card (invokes.py);
+- anything else: 200, nothing to do.
+
+Why not the SDK's pipeline (`app.on_message`, `app.on_card_action`): in 2.1.1 it validates
+every activity against its typed models first, and `AdaptiveCardInvokeValue.trigger` is
+`Literal["manual"]` (microsoft_teams/api/models/adaptive_card/adaptive_card_invoke_value.py),
+so an automatic refresh (`"trigger": "automatic"`, what `refresh.userIds` makes Teams send)
+fails `ActivityTypeAdapter.validate_python` in `ActivityProcessor.process_activity`
+(apps/app_process.py); `HttpServer.handle_request` answers 500, Teams retries twice and the
+user keeps the read-only card. The pipeline also builds an ApiClient per activity (a
+DeprecationWarning each, see http_adapter.py). We read invokes from the raw activity instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from microsoft_teams.api import InvokeResponse
+from microsoft_teams.api.auth.cloud_environment import CloudEnvironment
+from microsoft_teams.common import ClientOptions
+
+from adapters.server import TEAMS_PATH
+from adapters.settings import Settings
+from adapters.teams.conversations import Conversations
+from adapters.teams.http_adapter import (
+    ActivityEvent,
+    AiohttpAdapter,
+    close_app,
+    connector_client,
+    new_app,
+)
+from adapters.teams.invokes import Invokes
+from adapters.teams.surface import Connector, People, TeamsSurface
+from bot import AIChannel, Bridge, ConfigurationError, HumanTool
+from bot.access import AnswerPolicy
+from bot.records import RequestStore
+
+log = logging.getLogger(__name__)
+
+CARD_ACTION = "adaptiveCard/action"
+CONNECTOR_TIMEOUT = 15.0  # seconds per Bot Connector request (the SDK's default is none)
+# Without TEAMS_CLIENT_ID, the SDK falls back to CLIENT_ID (and CLIENT_SECRET, TENANT_ID) from
+# the environment: credentials we did not configure, for a mode that promises none.
+SDK_CLIENT_ID = "CLIENT_ID"
+SDK_CREDENTIALS_FOUND = (
+    "CLIENT_ID is set in the environment and the Teams SDK would use it: set TEAMS_CLIENT_ID "
+    "and TEAMS_CLIENT_SECRET instead, or unset it to run unauthenticated"
+)
+UNAUTHENTICATED_WARNING = (
+    "Teams: HITL_TEAMS_ALLOW_UNAUTHENTICATED=1 and no credentials: incoming activities are "
+    "NOT verified and replies are sent without a token. For local development and tests only."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamsConfig:
+    """How Teams is enabled: the app's credentials, or (development only) no authentication."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    tenant_id: str | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.client_id is not None
+
+
+def teams_config(settings: Settings) -> TeamsConfig | None:
+    """The Teams configuration, None when Teams is not enabled, or ConfigurationError when it
+    is half set up. With credentials, incoming activities are always verified."""
+    client_id = settings.teams_client_id or None
+    secret = settings.teams_client_secret.get_secret_value() if settings.teams_client_secret else ""
+    tenant_id = settings.teams_tenant_id or None
+    if client_id or secret or tenant_id:
+        missing = [
+            name
+            for name, value in (("TEAMS_CLIENT_ID", client_id), ("TEAMS_CLIENT_SECRET", secret))
+            if not value
+        ]
+        if missing:
+            raise ConfigurationError(f"Teams needs {' and '.join(missing)} to be set")
+        if settings.teams_allow_unauthenticated:
+            log.warning("Teams credentials are set: HITL_TEAMS_ALLOW_UNAUTHENTICATED is ignored")
+        return TeamsConfig(client_id, secret, tenant_id)
+    if settings.teams_allow_unauthenticated:
+        if os.environ.get(SDK_CLIENT_ID):
+            raise ConfigurationError(SDK_CREDENTIALS_FOUND)
+        return TeamsConfig()
+    return None
+
+
+class TeamsAdapter:
+    """Everything Teams: the SDK's App, the surface that posts and updates cards, the endpoint."""
+
+    def __init__(
+        self,
+        *,
+        bridge: Bridge,
+        channel: AIChannel,
+        store: RequestStore,
+        policy: AnswerPolicy,
+        tools: Mapping[str, HumanTool],
+        config: TeamsConfig,
+        cloud: CloudEnvironment | None = None,
+    ) -> None:
+        self.config = config
+        self.http = AiohttpAdapter()
+        # Explicit values only: with credentials, activities are always verified.
+        self.app = new_app(
+            client_id=config.client_id,
+            client_secret=config.client_secret,
+            tenant_id=config.tenant_id,
+            dangerously_allow_unauthenticated_requests=not config.authenticated,
+            http_server_adapter=self.http,
+            messaging_endpoint=TEAMS_PATH,
+            cloud=cloud,
+            client=ClientOptions(timeout=CONNECTOR_TIMEOUT),
+        )
+        if not config.authenticated and self.app.credentials is not None:
+            raise ConfigurationError(SDK_CREDENTIALS_FOUND)
+        self.people = People()
+        self._work: set[asyncio.Task[None]] = set()
+        self.surface = TeamsSurface(
+            Connector(lambda service_url: connector_client(self.app, service_url)),
+            store,
+            tools,
+            self.people,
+            deciders=policy.approvers | policy.admins,
+        )
+        bridge.add_observer(self.surface.observe)
+        self.conversations = Conversations(
+            channel=channel, surface=self.surface, store=store, people=self.people
+        )
+        self.invokes = Invokes(
+            surface=self.surface,
+            store=store,
+            policy=policy,
+            handler_for=bridge.handler_for,
+            tools=tools,
+            people=self.people,
+        )
+
+    async def start(self) -> None:
+        """Initialize the SDK App (JWT validation, the messaging route); take its activities."""
+        if not self.config.authenticated:
+            log.warning(UNAUTHENTICATED_WARNING)
+        await self.app.initialize()
+        self.app.server.on_request = self._on_activity
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """POST /api/messages: the SDK validates the token (401 if missing or bad), then us."""
+        return await self.http.handle(request)
+
+    async def _on_activity(self, event: ActivityEvent) -> InvokeResponse[Any]:
+        activity = event.body.model_dump(mode="json", exclude_none=True)
+        kind = activity.get("type")
+        if kind == "invoke" and activity.get("name") == CARD_ACTION:
+            return InvokeResponse[Any](status=200, body=await self.invokes.on_action(activity))
+        if kind == "message":
+            self._later(self.conversations.on_message(activity))
+        return InvokeResponse[Any](status=200)
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` after the HTTP response: a turn's first step (a store write) would
+        otherwise delay it."""
+        task = asyncio.create_task(_logged(work))
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
+
+    async def close(self) -> None:
+        """Finish the work of activities already answered, then cancel the turns still running
+        (their requests are withdrawn: the cards are updated once the bridge is drained)."""
+        while self._work:
+            await asyncio.gather(*self._work, return_exceptions=True)
+        await self.conversations.close()
+
+    async def close_clients(self) -> None:
+        """Close the SDK's HTTP clients: after the bridge is closed (its card updates use them)."""
+        await close_app(self.app)
+
+
+async def _logged(work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except Exception:
+        log.exception("handling a Teams activity after its response failed")

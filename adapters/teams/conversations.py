@@ -1,0 +1,114 @@
+"""Messages to the bot: a personal chat, or a mention in a channel or group chat, starts or
+continues an agent turn.
+
+The room is the conversation (in a channel, the reply chain: the channel's conversation id with
+`;messageid=<root>`); the actor is the sender's AAD object id. The Bot Framework may deliver an
+activity more than once: the store's one-time claim on its conversation and id makes exactly one
+delivery run, on whichever worker it lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from microsoft_teams.api.activities.message import MessageActivity
+from microsoft_teams.api.activities.utils.strip_mentions_text import StripMentionsTextOptions
+from pydantic import ValidationError
+
+from adapters.teams.surface import THREAD_MARK, People, TeamsRoom, TeamsSurface
+from bot import AIChannel
+from bot.records import RequestStore
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "channel"
+PERSONAL = "personal"
+
+
+def room_of(message: MessageActivity) -> TeamsRoom:
+    """The conversation a message belongs to; a new post in a channel starts its reply chain."""
+    conversation = message.conversation
+    if conversation.conversation_type == CHANNEL and THREAD_MARK not in conversation.id:
+        return TeamsRoom(f"{conversation.id}{THREAD_MARK}{message.id}")
+    return TeamsRoom(conversation.id)
+
+
+def user_of(activity: MessageActivity) -> str:
+    """The sender as the core knows them: their AAD object id (their channel id without one)."""
+    return activity.from_.aad_object_id or activity.from_.id
+
+
+def is_from_person(message: MessageActivity) -> bool:
+    """A person's message: not the bot's own, not from another bot."""
+    sender = message.from_
+    return bool(sender.id) and sender.id != message.recipient.id and sender.role != "bot"
+
+
+def is_addressed(message: MessageActivity) -> bool:
+    """A personal chat is always addressed to the bot; elsewhere it must be mentioned."""
+    return message.conversation.conversation_type == PERSONAL or message.is_recipient_mentioned()
+
+
+def text_of(message: MessageActivity) -> str:
+    """The text without the bot's mention."""
+    options = StripMentionsTextOptions(account_id=message.recipient.id)
+    return (message.strip_mentions_text(options).text or "").strip()
+
+
+class Conversations:
+    """Routes people's messages to agent turns and remembers how to reach them."""
+
+    def __init__(
+        self,
+        *,
+        channel: AIChannel,
+        surface: TeamsSurface,
+        store: RequestStore,
+        people: People,
+    ) -> None:
+        self.channel = channel
+        self.surface = surface
+        self.store = store
+        self.people = people
+        self._turns: set[asyncio.Task[None]] = set()
+
+    async def on_message(self, activity: dict[str, Any]) -> None:
+        """Handle one delivery of a message activity (after the HTTP response)."""
+        try:
+            message = MessageActivity.model_validate(activity)
+        except ValidationError as err:
+            log.warning("ignored a malformed Teams message: %s", err)
+            return
+        if not is_from_person(message) or not is_addressed(message):
+            return
+        key = f"teams:message:{message.conversation.id}:{message.id}"
+        if not await self.store.claim_once(key):
+            return  # another delivery of this activity ran (or is running) already
+        room = room_of(message)
+        user = user_of(message)
+        self.people.learn(user, message.from_.id, message.from_.name)
+        self.surface.remember(message.conversation.id, message.service_url)
+        self._start_turn(room, user, text_of(message))
+
+    def _start_turn(self, room: TeamsRoom, user: str, text: str) -> None:
+        task = asyncio.create_task(self._run_turn(room, user, text or "Hello"))
+        self._turns.add(task)
+        task.add_done_callback(self._turns.discard)
+
+    async def _run_turn(self, room: TeamsRoom, user: str, text: str) -> None:
+        async def post(reply: str) -> None:
+            await self.surface.post_text(room, reply)
+
+        try:
+            await self.channel.respond(room.room_id, text, actor_id=user, on_text=post)
+        except Exception:
+            log.exception("turn in %s failed", room.room_id)
+            await post("Sorry, I could not finish that: something went wrong on my side.")
+
+    async def close(self) -> None:
+        """Cancel turns still running (their open requests are withdrawn)."""
+        for task in list(self._turns):
+            task.cancel()
+        await asyncio.gather(*self._turns, return_exceptions=True)
