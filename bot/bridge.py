@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from bot.agent import AIChannel, TextCallback
 from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
-from bot.human_input import HumanInputHandler, Observer, PendingInputEvent
+from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
 from bot.records import RequestRecord, RequestStore
 from bot.runs import LEASE_SECONDS, RunLeases
 from bot.timers import DeadlineScheduler
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 Replier = Callable[[str, str], Awaitable[None]]
 """(room id, text): post the agent's words in a room."""
+Mirror = Callable[[RequestUpdate], Iterable[str]]
+"""The other rooms a request is shown in, besides its own."""
 
 
 class Bridge:
@@ -43,6 +46,7 @@ class Bridge:
         self._observers: list[Observer] = []
         self._scheduler: DeadlineScheduler | None = None
         self._repliers: dict[str, Replier] = {}
+        self._mirrors: list[Mirror] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._adopter: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -91,10 +95,28 @@ class Bridge:
         self.handlers.append(handler)
 
     def add_observer(self, observer: Observer) -> None:
-        """Tell `observer` (a surface) every transition of every request of every channel."""
-        self._observers.append(observer)
+        """Tell `observer` (a surface) every transition of every request of every channel,
+        once for the request's own room and once for each room it is mirrored to."""
+        delivered = self._through_mirrors(observer)
+        self._observers.append(delivered)
         for handler in self.handlers:
-            handler.add_observer(observer)
+            handler.add_observer(delivered)
+
+    def mirror(self, rooms: Mirror) -> None:
+        """Show requests in more rooms too: `rooms(update)` names them (say, a Slack thread's
+        approvals also in a Teams channel). Each surface shows the rooms that are its own;
+        an answer on any of them settles the one request, and every copy is updated."""
+        self._mirrors.append(rooms)
+
+    def _through_mirrors(self, observer: Observer) -> Observer:
+        async def deliver(update: RequestUpdate) -> None:
+            await observer(update)
+            for mirror in self._mirrors:
+                for room_id in mirror(update):
+                    if room_id != update.room_id:
+                        await observer(dataclasses.replace(update, room_id=room_id))
+
+        return deliver
 
     async def _on_input_required(self, event: PendingInputEvent) -> bool:
         context = HookContext(room_id=event.room_id, channel_id=event.channel_id)
