@@ -7,7 +7,6 @@ channel and ts makes exactly one delivery run, on whichever worker it lands.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -19,6 +18,7 @@ from adapters.slack.surface import SlackSurface
 from bot import AIChannel, HumanInputHandler
 from bot.access import AnswerPolicy
 from bot.records import RequestStore
+from bot.turns import Turns
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Conversations:
         self.policy = policy
         self.handler_for = handler_for
         self.bot_user_id = bot_user_id
-        self._turns: set[asyncio.Task[None]] = set()
+        self._turns = Turns(channel)
 
     async def on_message(self, event: dict[str, Any], *, mentioned: bool) -> None:
         """Handle one delivery of a message event (called after the ack)."""
@@ -110,22 +110,10 @@ class Conversations:
         return bool(await self.store.load_transcript(room.room_id, self.channel.channel_id))
 
     def _start_turn(self, room: SlackRoom, user: str, text: str) -> None:
-        task = asyncio.create_task(self._run_turn(room, user, text or "Hello"))
-        self._turns.add(task)
-        task.add_done_callback(self._turns.discard)
-
-    async def _run_turn(self, room: SlackRoom, user: str, text: str) -> None:
         async def post(reply: str) -> None:
             await self.surface.post_text(room, reply)
 
-        try:
-            await self.channel.respond(room.room_id, text, actor_id=user, on_text=post)
-        except Exception:
-            log.exception("turn in %s failed", room.room_id)
-            await post("Sorry, I could not finish that: something went wrong on my side.")
+        self._turns.start(room.room_id, user, text, post)
 
     async def close(self) -> None:
-        """Cancel turns still running (their open requests are withdrawn)."""
-        for task in list(self._turns):
-            task.cancel()
-        await asyncio.gather(*self._turns, return_exceptions=True)
+        await self._turns.close()

@@ -9,7 +9,6 @@ delivery run, on whichever worker it lands.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 from adapters.teams.surface import THREAD_MARK, People, TeamsRoom, TeamsSurface
 from bot import AIChannel
 from bot.records import RequestStore
+from bot.turns import Turns
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Conversations:
         self.surface = surface
         self.store = store
         self.people = people
-        self._turns: set[asyncio.Task[None]] = set()
+        self._turns = Turns(channel)
 
     async def on_message(self, activity: dict[str, Any]) -> None:
         """Handle one delivery of a message activity (after the HTTP response)."""
@@ -93,22 +93,10 @@ class Conversations:
         self._start_turn(room, user, text_of(message))
 
     def _start_turn(self, room: TeamsRoom, user: str, text: str) -> None:
-        task = asyncio.create_task(self._run_turn(room, user, text or "Hello"))
-        self._turns.add(task)
-        task.add_done_callback(self._turns.discard)
-
-    async def _run_turn(self, room: TeamsRoom, user: str, text: str) -> None:
         async def post(reply: str) -> None:
             await self.surface.post_text(room, reply)
 
-        try:
-            await self.channel.respond(room.room_id, text, actor_id=user, on_text=post)
-        except Exception:
-            log.exception("turn in %s failed", room.room_id)
-            await post("Sorry, I could not finish that: something went wrong on my side.")
+        self._turns.start(room.room_id, user, text, post)
 
     async def close(self) -> None:
-        """Cancel turns still running (their open requests are withdrawn)."""
-        for task in list(self._turns):
-            task.cancel()
-        await asyncio.gather(*self._turns, return_exceptions=True)
+        await self._turns.close()
