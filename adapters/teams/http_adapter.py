@@ -104,11 +104,13 @@ class AiohttpAdapter:
             raise ValueError(f"unsupported HTTP method for a Teams route: {method}")
         self._routes[path] = handler
 
+    # These two are refused on purpose, not left to do: the SDK must not open a port of its
+    # own or serve files, since one aiohttp server (Server.start) serves every surface.
     def serve_static(self, path: str, directory: str) -> None:
-        raise NotImplementedError("hitl-bridge serves no static pages for Teams")
+        raise RuntimeError("hitl-bridge serves no static pages for Teams")
 
     async def start(self, port: int) -> None:
-        raise NotImplementedError("hitl-bridge's own server owns the port (Server.start)")
+        raise RuntimeError("hitl-bridge's own server owns the port (Server.start)")
 
     async def stop(self) -> None:
         """Nothing to stop: the aiohttp server is stopped by `Server.stop`."""
