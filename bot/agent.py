@@ -202,8 +202,17 @@ class AIChannel:
                 )
                 messages.append({"role": "user", "content": results})
                 await self._save(room_id, messages)
-            elif not messages or messages[-1]["role"] == "assistant":
-                return ""  # the turn had ended; only its run was left open
+            elif not messages:
+                return ""
+            elif messages[-1]["role"] == "assistant":
+                # The turn had ended but its run was left open: its worker stopped after
+                # saving the model's last words and before ending the run, maybe before those
+                # words were posted (they are saved first). Post them (again): a reply is lost
+                # otherwise, and posted twice only if the stop fell after the post.
+                text = _text_of(messages[-1])
+                if text and on_text is not None:
+                    await on_text(text)
+                return text
             return await self._run_rounds(room_id, messages, actor_id, on_text)
 
     @contextlib.asynccontextmanager
@@ -222,9 +231,15 @@ class AIChannel:
                     raise RuntimeError(f"room {room_id} is busy with another turn")
             try:
                 yield
-            finally:
+            except BaseException:
+                # Cut while shutting down: the run stays open, for another worker to resume.
                 if runs is not None and not self.suspended:
                     await asyncio.shield(runs.finish(room_id, self.channel_id))
+                raise
+            # A turn that ended ends its run, shutting down or not: left open, it would be
+            # adopted and its last words posted again.
+            if runs is not None:
+                await asyncio.shield(runs.finish(room_id, self.channel_id))
 
     async def _run_rounds(
         self,
@@ -404,6 +419,16 @@ def _append_user_text(messages: list[dict[str, Any]], text: str) -> None:
         messages[-1]["content"] = [*content, {"type": "text", "text": text}]
     else:
         messages.append({"role": "user", "content": text})
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    """The text an assistant message says (its text blocks, or its string content)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    texts = (b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    return "\n".join(t for t in texts if t)
 
 
 def _open_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
