@@ -180,9 +180,28 @@ class AIChannel:
         """
         async with self._room_run(room_id, actor_id):
             messages = await self._load(room_id)
+            if self.runs is not None and (calls := _open_round(messages)):
+                # A run cut short that no worker adopted yet: finish its round first (a human
+                # tool waits on the request it made) rather than close it unanswered.
+                await self._finish_round(room_id, messages, calls, actor_id)
             _append_user_text(messages, text)
             await self._save(room_id, messages)
             return await self._run_rounds(room_id, messages, actor_id, on_text)
+
+    async def _finish_round(
+        self,
+        room_id: str,
+        messages: list[dict[str, Any]],
+        calls: list[dict[str, Any]],
+        actor_id: str | None,
+    ) -> None:
+        """Run an open round's calls as a resumed run does, and save their results."""
+        offered = self.offered_tools
+        results = await asyncio.gather(
+            *(self._run_tool(c, offered, room_id, actor_id, resumed=True) for c in calls)
+        )
+        messages.append({"role": "user", "content": results})
+        await self._save(room_id, messages)
 
     async def resume(
         self, room_id: str, *, actor_id: str | None = None, on_text: TextCallback | None = None
@@ -196,12 +215,7 @@ class AIChannel:
             messages = await self._load(room_id)
             calls = _open_round(messages)
             if calls:
-                offered = self.offered_tools
-                results = await asyncio.gather(
-                    *(self._run_tool(c, offered, room_id, actor_id, resumed=True) for c in calls)
-                )
-                messages.append({"role": "user", "content": results})
-                await self._save(room_id, messages)
+                await self._finish_round(room_id, messages, calls, actor_id)
             elif not messages:
                 return ""
             elif messages[-1]["role"] == "assistant":

@@ -352,6 +352,10 @@ class HumanInputHandler:
         request = self._active.get(pending_id) or self._settled.get(pending_id)
         if request is None and self.store is not None:
             request = await self._load(pending_id)
+            if request is not None and request.status is RequestStatus.PENDING:
+                # A settle by another worker that committed while we read the row notified
+                # before the request was ours to wake: read it once more, behind that.
+                self._spawn(self.follow(pending_id))
         if request is None:
             raise ValueError(f"Unknown human input request: {pending_id}")
         if request.status is RequestStatus.PENDING:

@@ -1,0 +1,62 @@
+"""Runs survive their worker: a shutdown leaves the request pending, another worker finishes it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from bot import AIChannel, AnthropicAIProvider, Bridge, HumanInputToolHandler, RenderState
+from bot.store import SqlStore, open_store
+from tests.bot.conftest import watch, within
+from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
+
+ASK = "AskUserQuestion"
+
+
+async def worker(store: SqlStore, provider: AnthropicAIProvider) -> tuple[Bridge, AIChannel]:
+    """One worker's core, on the shared store (a Bridge per process)."""
+    bridge = Bridge(store=store, lease_seconds=1.0)
+    human = HumanInputToolHandler.builtin(timeout=30)
+    channel = AIChannel("agent", provider=provider, human_input_handler=human)
+    bridge.register_channel(channel)
+    await bridge.start()
+    return bridge, channel
+
+
+async def test_a_new_message_first_finishes_the_round_its_worker_left(
+    fake: FakeAnthropic, provider: AnthropicAIProvider, sqlite_url: str
+) -> None:
+    fake.script(
+        reply_tool_use(ASK, {"question": "Which colour?"}, id="toolu_left"),
+        reply_text("Blue it is."),
+    )
+    store = await open_store(sqlite_url)
+    first, first_channel = await worker(store, provider)
+    assert first_channel.human_input_handler is not None
+    seen = watch(first_channel.human_input_handler.handler)
+    turn = asyncio.create_task(first_channel.respond("R1", "Paint it", actor_id="ann"))
+    asked = await seen.wait_for(RenderState.EXECUTING)
+
+    first.suspend()  # the first worker shuts down while the person is being asked
+    turn.cancel()
+    await asyncio.gather(turn, return_exceptions=True)
+    await first.close()
+    record = await store.get_request(asked.pending_id)
+    assert record is not None and record.status.value == "pending"  # not withdrawn
+
+    second, second_channel = await worker(store, provider)
+    second.runs.lease_seconds = 30.0  # adoption must not be what finishes the round here
+    assert second_channel.human_input_handler is not None
+    handler = second_channel.human_input_handler.handler
+    follow_up = asyncio.create_task(second_channel.respond("R1", "Any news?", actor_id="ann"))
+    await asyncio.sleep(0)
+    assert await within(handler.answer(asked.pending_id, json.dumps({"answer": "blue"}), by="ann"))
+    assert await within(follow_up) == "Blue it is."
+
+    [result] = fake.requests[-1].tool_results
+    assert result["tool_use_id"] == "toolu_left"
+    assert json.loads(result["content"]) == {"answer": "blue"}
+    last_user = fake.requests[-1].body["messages"][-1]["content"]
+    assert {"type": "text", "text": "Any news?"} in last_user
+    await second.close()
+    await store.close()
