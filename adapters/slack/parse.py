@@ -26,16 +26,15 @@ from adapters.slack.render import (
     MODAL_CALLBACK_PREFIX,
     MODAL_OF_VERB,
     REASON_BLOCK,
-    FormField,
     ModalKind,
     Verb,
     accepted_types,
     answer_model,
-    form_fields,
     text_answer_key,
 )
 from adapters.slack.text import truncate
 from bot import AnswerInvalidError
+from bot.arguments import FormField, form_fields
 from bot.human_tools import BUILTIN_TOOLS, DataField, HumanTool, form_answer_model
 
 SubmittedValue = str | list[dict[str, Any]] | None

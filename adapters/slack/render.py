@@ -50,8 +50,9 @@ from adapters.slack.text import (
     length,
     truncate,
 )
+from bot.arguments import answer_of, form_fields, text_of, texts_of
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import FieldType, HumanTool
+from bot.human_tools import HumanTool
 from bot.records import RequestRecord
 
 Block = dict[str, Any]
@@ -212,62 +213,6 @@ def mention(user_id: str) -> str:
     return f"<@{user_id}>" if _SLACK_USER.match(user_id) else fit(user_id, 100)
 
 
-# -- tolerant argument access ------------------------------------------------------------------
-
-
-def _str(args: Args, key: str) -> str:
-    value = args.get(key)
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _strs(args: Args, key: str) -> list[str]:
-    value = args.get(key)
-    if not isinstance(value, list):
-        return []
-    return [item if isinstance(item, str) else json.dumps(item) for item in value]
-
-
-@dataclass(frozen=True, slots=True)
-class FormField:
-    name: str
-    label: str
-    type: FieldType
-
-
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")  # DataField.name's pattern
-
-
-def form_fields(args: Args) -> list[FormField]:
-    """collectUserData's fields that can be rendered: named validly, first of each name."""
-    fields: list[FormField] = []
-    seen: set[str] = set()
-    for item in args.get("fields") or []:
-        if not isinstance(item, dict):
-            continue
-        name, label, kind = item.get("name"), item.get("label"), item.get("type", "text")
-        if not isinstance(name, str) or not _FIELD_NAME.match(name) or name in seen:
-            continue
-        seen.add(name)
-        label = label if isinstance(label, str) and label else name
-        field_type: FieldType = (
-            "number" if kind == "number" else "email" if kind == "email" else "text"
-        )
-        fields.append(FormField(name, label, field_type))
-    return fields
-
-
-def _answer_of(result: str | None) -> Any:
-    """The stored answer as JSON when it is JSON, else the raw text (a free-text tool)."""
-    if result is None:
-        return None
-    try:
-        return json.loads(result)
-    except ValueError:
-        return result
-
-
 # -- accepted file types -----------------------------------------------------------------------
 
 _MIME_EXTENSIONS: dict[str, tuple[str, ...]] = {
@@ -379,10 +324,10 @@ def _ask_summary(args: Args, answer: Any) -> list[Block]:
 
 ASK = _ToolView(
     header=lambda a: "Question",
-    describe=lambda a: [_section(fit(_str(a, "question"), SECTION_TEXT))],
+    describe=lambda a: [_section(fit(text_of(a, "question"), SECTION_TEXT))],
     controls=_ask_controls,
     summarize=_ask_summary,
-    gist=lambda a: _str(a, "question"),
+    gist=lambda a: text_of(a, "question"),
 )
 
 
@@ -405,18 +350,18 @@ def _approval_summary(args: Args, answer: Any) -> list[Block]:
 APPROVAL = _ToolView(
     header=lambda a: "Approval needed",
     describe=lambda a: [
-        _section(_labelled("Action", _str(a, "action"))),
-        _section(_labelled("Reason", _str(a, "reason"))),
+        _section(_labelled("Action", text_of(a, "action"))),
+        _section(_labelled("Reason", text_of(a, "reason"))),
     ],
     controls=_approval_controls,
     summarize=_approval_summary,
-    gist=lambda a: _str(a, "action"),
+    gist=lambda a: text_of(a, "action"),
 )
 
 
 def _select_describe(args: Args) -> list[Block]:
-    blocks = [_section(fit(_str(args, "question"), SECTION_TEXT))]
-    options = _strs(args, "options")
+    blocks = [_section(fit(text_of(args, "question"), SECTION_TEXT))]
+    options = texts_of(args, "options")
     # Buttons and menu items show 75 characters: list the options in full when that cuts any.
     if any(length(escape(o)) > OPTION_TEXT for o in options):
         lines = [f"{i + 1}. {fit(o, 500)}" for i, o in enumerate(options[:SELECT_OPTIONS])]
@@ -425,7 +370,7 @@ def _select_describe(args: Args) -> list[Block]:
 
 
 def _select_controls(args: Args, request_id: str) -> list[Block]:
-    options = _strs(args, "options")
+    options = texts_of(args, "options")
     if len(options) <= MAX_OPTION_BUTTONS:
         buttons = [
             _button(fit(o, BUTTON_TEXT), Verb.OPTION, request_id, index=i)
@@ -461,7 +406,7 @@ SELECT = _ToolView(
     describe=_select_describe,
     controls=_select_controls,
     summarize=_select_summary,
-    gist=lambda a: _str(a, "question"),
+    gist=lambda a: text_of(a, "question"),
 )
 
 
@@ -497,8 +442,8 @@ FORM = _ToolView(
 
 
 def _upload_describe(args: Args) -> list[Block]:
-    blocks = [_section(_labelled("Purpose", _str(args, "purpose")))]
-    types = _strs(args, "acceptedTypes")
+    blocks = [_section(_labelled("Purpose", text_of(args, "purpose")))]
+    types = texts_of(args, "acceptedTypes")
     if types:
         blocks.append(_context("Accepted: " + escape(", ".join(types))))
     return blocks
@@ -529,20 +474,20 @@ UPLOAD = _ToolView(
     describe=_upload_describe,
     controls=_upload_controls,
     summarize=_upload_summary,
-    gist=lambda a: _str(a, "purpose"),
+    gist=lambda a: text_of(a, "purpose"),
 )
 
 
 def _confirm_describe(args: Args) -> list[Block]:
     warning = ":warning: " if args.get("severity") == "warning" else ""
-    return [_section(warning + fit(_str(args, "message"), SECTION_TEXT - len(warning)))]
+    return [_section(warning + fit(text_of(args, "message"), SECTION_TEXT - len(warning)))]
 
 
 def _confirm_controls(args: Args, request_id: str) -> list[Block]:
     if args.get("severity") == "danger":
         dialog = {
-            "title": plain(fit(_str(args, "title"), CONFIRM_TITLE)),
-            "text": plain(fit(_str(args, "message"), CONFIRM_TEXT)),
+            "title": plain(fit(text_of(args, "title"), CONFIRM_TITLE)),
+            "text": plain(fit(text_of(args, "message"), CONFIRM_TEXT)),
             "confirm": plain(truncate("Yes, go ahead", CONFIRM_BUTTON)),
             "deny": plain(truncate("Go back", CONFIRM_BUTTON)),
             "style": "danger",
@@ -561,11 +506,11 @@ def _confirm_summary(args: Args, answer: Any) -> list[Block]:
 
 
 CONFIRM = _ToolView(
-    header=lambda a: fit(_str(a, "title"), HEADER_TEXT),
+    header=lambda a: fit(text_of(a, "title"), HEADER_TEXT),
     describe=_confirm_describe,
     controls=_confirm_controls,
     summarize=_confirm_summary,
-    gist=lambda a: _str(a, "message"),
+    gist=lambda a: text_of(a, "message"),
 )
 
 
@@ -583,7 +528,7 @@ def _generic_view(name: str, tool: HumanTool | None) -> _ToolView:
 
     def describe(args: Args) -> list[Block]:
         blocks = [_section(fit(tool.description, SECTION_TEXT))] if tool is not None else []
-        return blocks + _fields([(str(k), _str(args, k)) for k in args])
+        return blocks + _fields([(str(k), text_of(args, k)) for k in args])
 
     def controls(args: Args, request_id: str) -> list[Block]:
         answer = _button("Answer", Verb.ANSWER, request_id, style="primary")
@@ -654,7 +599,7 @@ def _settled_line(icon: str, verb: str, update: RequestUpdate) -> str:
 def _complete(update: RequestUpdate, view: _ToolView) -> list[Block]:
     args = update.arguments
     done = _context(_settled_line(":white_check_mark:", "Answered", update))
-    answer = view.summarize(args, _answer_of(update.result))
+    answer = view.summarize(args, answer_of(update.result))
     return [_header(view.header(args)), *view.describe(args), done, *answer]
 
 
@@ -771,7 +716,7 @@ _Modal = tuple[str, str, list[Block]]  # (title, submit text, blocks); the title
 
 
 def _reject_modal(update: RequestUpdate, tool: HumanTool | None) -> _Modal:
-    action = _section(_labelled("Action", _str(update.arguments, "action")))
+    action = _section(_labelled("Action", text_of(update.arguments, "action")))
     reason = _input(REASON_BLOCK, "Reason (optional)", _text_input(), optional=True)
     return "Reject request", "Reject", [action, reason]
 
@@ -808,15 +753,15 @@ def _form_modal(update: RequestUpdate, tool: HumanTool | None) -> _Modal:
 
 def _upload_modal(update: RequestUpdate, tool: HumanTool | None) -> _Modal:
     args = update.arguments
-    purpose = _section(_labelled("Purpose", _str(args, "purpose")))
+    purpose = _section(_labelled("Purpose", text_of(args, "purpose")))
     element: Block = {"type": "file_input", "max_files": 1}
-    types = accepted_types(_strs(args, "acceptedTypes"))
+    types = accepted_types(texts_of(args, "acceptedTypes"))
     filetypes = types.slack_filetypes()
     if filetypes:
         element["filetypes"] = filetypes
     file = _input(FILE_BLOCK, "File", element)
     if not types.any:
-        accepted = "Accepted: " + escape(", ".join(_strs(args, "acceptedTypes")))
+        accepted = "Accepted: " + escape(", ".join(texts_of(args, "acceptedTypes")))
         file["hint"] = plain(truncate(accepted, INPUT_HINT))
     return "Upload a file", "Upload", [purpose, file]
 

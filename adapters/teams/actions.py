@@ -29,14 +29,14 @@ from adapters.teams.cards import (
     URL_INPUT,
     URL_MAX,
     VERB_PREFIX,
-    FormField,
     Verb,
     answer_model,
     cut,
-    form_fields,
+    field_input_id,
     text_answer_key,
 )
 from bot import AnswerInvalidError
+from bot.arguments import FormField, form_fields
 from bot.human_tools import BUILTIN_TOOLS, DataField, HumanTool, file_accepted, form_answer_model
 
 ERROR_TEXT = 300  # one input's error message, in bytes
@@ -223,11 +223,12 @@ def _form(action: CardAction, arguments: Mapping[str, Any], tool: HumanTool) -> 
     if not fields:  # such a card has no Submit button
         raise ActionError("the form has no fields")
     # Values as Teams sent them (numbers are strings): the answer model does the coercion.
+    inputs = action.inputs
     payload = {
-        f.name: value for f in fields if (value := action.inputs.get(f.input_id, "").strip())
+        f.name: value for f in fields if (value := inputs.get(field_input_id(f.name), "").strip())
     }
     errors = _field_errors(fields, payload)
-    return errors or _checked(tool, arguments, payload, fields[0].input_id)
+    return errors or _checked(tool, arguments, payload, field_input_id(fields[0].name))
 
 
 def _field_errors(fields: list[FormField], payload: dict[str, Any]) -> dict[str, str]:
@@ -240,11 +241,11 @@ def _field_errors(fields: list[FormField], payload: dict[str, Any]) -> dict[str,
         errors: dict[str, str] = {}
         for error in err.errors():
             spec = by_name.get(str(error["loc"][0]) if error["loc"] else "")
-            if spec is None or spec.input_id in errors:
+            if spec is None or field_input_id(spec.name) in errors:
                 continue
             missing = error["type"] == "missing"
             message = "Required" if missing else _FIELD_ERRORS.get(spec.type, error["msg"])
-            errors[spec.input_id] = cut(message, ERROR_TEXT)
+            errors[field_input_id(spec.name)] = cut(message, ERROR_TEXT)
         return errors
     return {}
 

@@ -30,8 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from bot.arguments import FormField, answer_of, form_fields, text_of, texts_of
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import EMAIL, FieldType, HumanTool
+from bot.human_tools import EMAIL, HumanTool
 
 Card = dict[str, Any]
 Element = dict[str, Any]
@@ -288,65 +289,6 @@ def _text_input(input_id: str, max_length: int, **props: Any) -> Element:
     return {"type": "Input.Text", "id": input_id, "maxLength": max_length, **props}
 
 
-# -- tolerant argument access ------------------------------------------------------------------
-
-
-def _str(args: Args, key: str) -> str:
-    value = args.get(key)
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _strs(args: Args, key: str) -> list[str]:
-    value = args.get(key)
-    if not isinstance(value, list):
-        return []
-    return [item if isinstance(item, str) else json.dumps(item) for item in value]
-
-
-@dataclass(frozen=True, slots=True)
-class FormField:
-    name: str
-    label: str
-    type: FieldType
-
-    @property
-    def input_id(self) -> str:
-        return field_input_id(self.name)
-
-
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")  # DataField.name's pattern
-
-
-def form_fields(args: Args) -> list[FormField]:
-    """collectUserData's fields that can be rendered: named validly, first of each name."""
-    fields: list[FormField] = []
-    seen: set[str] = set()
-    items = args.get("fields")
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict):
-            continue
-        name, label, kind = item.get("name"), item.get("label"), item.get("type", "text")
-        if not isinstance(name, str) or not _FIELD_NAME.match(name) or name in seen:
-            continue
-        seen.add(name)
-        label = label if isinstance(label, str) and label.strip() else name
-        field_type: FieldType = kind if kind in ("number", "email") else "text"
-        fields.append(FormField(name, label, field_type))
-    return fields
-
-
-def answer_of(result: str | None) -> Any:
-    """The stored answer as JSON when it is JSON, else the raw text (a free-text tool)."""
-    if result is None:
-        return None
-    try:
-        return json.loads(result)
-    except ValueError:
-        return result
-
-
 def _display(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
@@ -429,15 +371,16 @@ def _answer_summary(args: Args, answer: Any) -> list[Element]:
 
 ASK = _ToolView(
     header=lambda a: "Question",
-    describe=lambda a, live: [_block(teams_text(_str(a, "question"), TEXT))],
+    describe=lambda a, live: [_block(teams_text(text_of(a, "question"), TEXT))],
     controls=_ask_controls,
     summarize=_answer_summary,
-    gist=lambda a: _str(a, "question"),
+    gist=lambda a: text_of(a, "question"),
 )
 
 
 def _approval_describe(args: Args, live: bool) -> list[Element]:
-    return _labelled("Action", _str(args, "action")) + _labelled("Reason", _str(args, "reason"))
+    action, reason = text_of(args, "action"), text_of(args, "reason")
+    return _labelled("Action", action) + _labelled("Reason", reason)
 
 
 def _approval_controls(args: Args, request_id: str, prefill: _Prefill) -> Controls:
@@ -461,23 +404,23 @@ APPROVAL = _ToolView(
     describe=_approval_describe,
     controls=_approval_controls,
     summarize=_approval_summary,
-    gist=lambda a: _str(a, "action"),
+    gist=lambda a: text_of(a, "action"),
     declinable=False,
 )
 
 
 def _select_describe(args: Args, live: bool) -> list[Element]:
-    blocks = [_block(teams_text(_str(args, "question"), TEXT))]
+    blocks = [_block(teams_text(text_of(args, "question"), TEXT))]
     if live:  # the choice input shows them
         return blocks
-    options = _strs(args, "options")
+    options = texts_of(args, "options")
     listed = _facts([(str(i + 1), o) for i, o in enumerate(options[:LISTED_OPTIONS])])
     more = len(options) - LISTED_OPTIONS
     return blocks + listed + ([_note(f"…and {more} more options")] if more > 0 else [])
 
 
 def _select_controls(args: Args, request_id: str, prefill: _Prefill) -> Controls:
-    options = _strs(args, "options")
+    options = texts_of(args, "options")
     shown = options[:MAX_OPTIONS]
     if not shown:  # nothing to choose: only a decline can answer it
         return [], []
@@ -512,7 +455,7 @@ SELECT = _ToolView(
     describe=_select_describe,
     controls=_select_controls,
     summarize=_select_summary,
-    gist=lambda a: _str(a, "question"),
+    gist=lambda a: text_of(a, "question"),
 )
 
 _KIND_NAMES = {"text": "Text", "number": "Number", "email": "Email address"}
@@ -526,12 +469,13 @@ def _form_describe(args: Args, live: bool) -> list[Element]:
 
 
 def _field_input(field: FormField, label_limit: int) -> Element:
-    element: Element = {"id": field.input_id, "label": plain_text(field.label, label_limit)}
+    label = plain_text(field.label, label_limit)
+    element: Element = {"id": field_input_id(field.name), "label": label}
     if field.type == "number":
         return {"type": "Input.Number", **element, "errorMessage": "Enter a number"}
     if field.type == "email":
         return _text_input(
-            field.input_id,
+            field_input_id(field.name),
             254,
             **element,
             style="Email",
@@ -539,7 +483,7 @@ def _field_input(field: FormField, label_limit: int) -> Element:
             errorMessage="Enter a valid email address",
         )
     return _text_input(
-        field.input_id,
+        field_input_id(field.name),
         FORM_TEXT_MAX,
         **element,
         errorMessage=f"Enter at most {FORM_TEXT_MAX:,} characters",
@@ -575,8 +519,8 @@ FORM = _ToolView(
 
 
 def _upload_describe(args: Args, live: bool) -> list[Element]:
-    blocks = _labelled("Purpose", _str(args, "purpose"))
-    types = _strs(args, "acceptedTypes")
+    blocks = _labelled("Purpose", text_of(args, "purpose"))
+    types = texts_of(args, "acceptedTypes")
     if types:
         blocks.append(_note("Accepted: " + teams_text(", ".join(types), NOTE)))
     return blocks
@@ -623,7 +567,7 @@ UPLOAD = _ToolView(
     describe=_upload_describe,
     controls=_upload_controls,
     summarize=_upload_summary,
-    gist=lambda a: _str(a, "purpose"),
+    gist=lambda a: text_of(a, "purpose"),
 )
 
 _SEVERITY_COLOR = {"warning": "warning", "danger": "attention"}
@@ -631,7 +575,7 @@ _SEVERITY_COLOR = {"warning": "warning", "danger": "attention"}
 
 def _confirm_describe(args: Args, live: bool) -> list[Element]:
     severity = args.get("severity")
-    text = teams_text(_str(args, "message"), TEXT)
+    text = teams_text(text_of(args, "message"), TEXT)
     if severity in _SEVERITY_COLOR:
         return [_block("⚠️ " + text, color=_SEVERITY_COLOR[severity])]
     return [_block(text)]
@@ -650,11 +594,11 @@ def _confirm_summary(args: Args, answer: Any) -> list[Element]:
 
 
 CONFIRM = _ToolView(
-    header=lambda a: _str(a, "title") or "Please confirm",
+    header=lambda a: text_of(a, "title") or "Please confirm",
     describe=_confirm_describe,
     controls=_confirm_controls,
     summarize=_confirm_summary,
-    gist=lambda a: _str(a, "message"),
+    gist=lambda a: text_of(a, "message"),
     declinable=False,
 )
 
@@ -671,7 +615,7 @@ def _generic_view(name: str, tool: HumanTool | None) -> _ToolView:
 
     def describe(args: Args, live: bool) -> list[Element]:
         blocks = [_block(teams_text(tool.description, TEXT))] if tool is not None else []
-        return blocks + _facts([(str(k), _str(args, k)) for k in args])
+        return blocks + _facts([(str(k), text_of(args, k)) for k in args])
 
     def controls(args: Args, request_id: str, prefill: _Prefill) -> Controls:
         inputs, actions = _ask_controls(args, request_id, prefill)
@@ -761,7 +705,7 @@ def _error_text(error: str | Mapping[str, str], update: RequestUpdate) -> str:
     """An error string as is; an errors dict (input id -> message) as "Label: message" lines."""
     if isinstance(error, str):
         return error
-    labels = {f.input_id: f.label for f in form_fields(update.arguments)}
+    labels = {field_input_id(f.name): f.label for f in form_fields(update.arguments)}
     labels = {**_INPUT_LABELS, **labels}
     lines = [(labels.get(k, k), v) for k, v in error.items()]
     return "\n\n".join(f"{label}: {message}" if label else message for label, message in lines)
