@@ -206,7 +206,10 @@ async def _close(service: Service) -> None:
         with contextlib.suppress(Exception):
             await service.teams.close()
     await service.bridge.close()
-    if service.teams is not None:  # after the bridge: its last card updates use these clients
+    # After the bridge: its last edits and card updates still use these clients.
+    if service.slack is not None:
+        await service.slack.close_clients()
+    if service.teams is not None:
         await service.teams.close_clients()
     provider = service.channel.provider
     if isinstance(provider, AnthropicAIProvider):

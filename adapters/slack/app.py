@@ -8,6 +8,7 @@ import re
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
@@ -66,6 +67,7 @@ class SlackAdapter:
         self.client = client
         self.store = store
         self.bot_user_id = ""
+        self._own_session = False
         self._work: set[asyncio.Task[None]] = set()
         # process_before_response: Bolt answers Slack when the listener returns (instead of
         # polling for the ack), so our listeners ack and hand everything slow to `_later`.
@@ -131,7 +133,12 @@ class SlackAdapter:
             await self.surface.post_text(room, text)
 
     async def start(self) -> None:
-        """Learn who the bot is (auth.test): its own messages are ignored, its mention stripped."""
+        """Open one HTTP session for every Web API call (without it slack_sdk opens a session
+        and a connection per call), then learn who the bot is (auth.test): its own messages
+        are ignored, its mention stripped."""
+        if self.client.session is None:
+            self.client.session = aiohttp.ClientSession()
+            self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])
 
@@ -139,6 +146,12 @@ class SlackAdapter:
         """POST /slack/events: Bolt verifies the signature (401 if bad or stale) and dispatches."""
         response = await self.app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
+
+    async def close_clients(self) -> None:
+        """After the bridge's last edits: close the HTTP session opened by start()."""
+        if self._own_session and self.client.session is not None:
+            await self.client.session.close()
+            self.client.session = None
 
     async def close(self) -> None:
         """Finish the work of requests already acked, then cancel the turns still running."""
