@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -27,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve Slack (HTTP or Socket Mode) and/or Teams on HITL_HOST:HITL_PORT"
     )
     commands.add_parser("pending", help="list the requests waiting for an answer")
+    audit = commands.add_parser("audit", help="who asked, answered or was refused, newest first")
+    audit.add_argument("--request", help="only this request's lines")
+    audit.add_argument("--limit", type=int, default=50, help="how many lines (default 50)")
     return parser
 
 
@@ -62,6 +66,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         await upgrade(settings.database_url)
         print(f"database at {settings.database_url} is at the newest revision")
         return 0
+    if args.command == "audit":
+        return await _print_audit(settings, args.request, args.limit)
     return await _print_pending(settings)
 
 
@@ -73,6 +79,18 @@ async def _print_pending(settings: Settings) -> int:
             who = record.actor_id or "anyone"
             print(f"{record.id}  {record.tool_name:<16} for {who:<12} room {record.room_id}"
                   f"  since {record.created_at.isoformat()}  until {deadline}")  # fmt: skip
+    finally:
+        await store.close()
+    return 0
+
+
+async def _print_audit(settings: Settings, request_id: str | None, limit: int) -> int:
+    store = await open_store(settings.database_url, migrate=False)
+    try:
+        for entry in await store.list_audit(request_id=request_id, limit=limit):
+            detail = json.dumps(entry.detail, ensure_ascii=False) if entry.detail else ""
+            print(f"{entry.at.isoformat()}  {entry.action:<22} request {entry.request_id or '-'}"
+                  f"  by {entry.actor_id or '-'}  {detail}")  # fmt: skip
     finally:
         await store.close()
     return 0
