@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, overload
 
 import aiohttp
 from sqlalchemy import select, text
@@ -79,6 +79,12 @@ def request_id_of(message: Mapping[str, Any]) -> str:
     )
 
 
+@overload
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], what: str, timeout: float = WAIT
+) -> T: ...
+@overload
+async def eventually(check: Callable[[], T | None], what: str, timeout: float = WAIT) -> T: ...
 async def eventually(
     check: Callable[[], Awaitable[T | None] | T | None], what: str, timeout: float = WAIT
 ) -> T:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -20,6 +20,8 @@ from tests.fakes.anthropic_api import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"  # not deprecated: the SDK warns (an error here) for 4-5
 WAIT = 2.0  # upper bound for an event a test awaits; only a broken test ever reaches it
+
+T = TypeVar("T")
 
 
 class Watch:
@@ -63,7 +65,7 @@ async def answer_next(
     return update
 
 
-async def within(awaitable: Awaitable[object]) -> object:
+async def within(awaitable: Awaitable[T]) -> T:
     """Await something the test expects to finish promptly."""
     async with asyncio.timeout(WAIT):
         return await awaitable

@@ -94,7 +94,7 @@ async def test_the_seeds_quick_start(
 
     # React when the AI asks for human input
     @kit.hook(HookTrigger.ON_USER_INPUT_REQUIRED, execution=HookExecution.SYNC)
-    async def notify_user(event, ctx):
+    async def notify_user(event: PendingInputEvent, ctx: HookContext) -> None:
         # Broadcast to frontend via WebSocket, REST, etc.
         # `actor_id` is who to ask: the participant whose turn raised the request.
         # `None` when the turn had no author — see the note below.
@@ -133,6 +133,7 @@ async def test_the_seeds_quick_start(
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"answer":"blue"}'}
     ]
     await kit.close()
+    assert isinstance(ai.provider, AnthropicAIProvider)
     await ai.provider.close()
     # ConfirmAction is served but never offered: the channel says so, once.
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

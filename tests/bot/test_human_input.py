@@ -23,7 +23,7 @@ from bot.human_input import (
     RenderState,
     RequestUpdate,
 )
-from bot.records import RequestStatus
+from bot.records import RequestRecord, RequestStatus
 from bot.store import SqlStore, open_store
 from bot.tool_context import ToolCallContext, tool_turn_context
 
@@ -69,6 +69,13 @@ def resolve_at(
     return returned
 
 
+async def stored_record(store: SqlStore, request_id: str) -> RequestRecord:
+    """The stored row of a request the test knows exists."""
+    record = await store.get_request(request_id)
+    assert record is not None, f"no stored request {request_id}"
+    return record
+
+
 class Recorder:
     """An observer that keeps every update it hears."""
 
@@ -107,7 +114,8 @@ async def test_create_wait_resolve_returns_the_answer(handler: HumanInputHandler
     assert handler.resolve(pending.pending_id, '{"answer": "blue"}') is True
 
     assert await outcome_of(waiter) == '{"answer": "blue"}'
-    assert pending.status is PendingInputStatus.RESOLVED
+    status: PendingInputStatus = pending.status  # resolve() moved it on from PENDING
+    assert status is PendingInputStatus.RESOLVED
     assert pending.result == '{"answer": "blue"}'
 
 
@@ -392,7 +400,11 @@ async def test_a_notifier_returning_none_or_true_denies_nothing(
     handler: HumanInputHandler,
 ) -> None:
     for verdict in (None, True):
-        handler.set_notifier(lambda event, verdict=verdict: verdict)
+
+        def notifier(event: PendingInputEvent, verdict: bool | None = verdict) -> bool | None:
+            return verdict
+
+        handler.set_notifier(notifier)
         pending = await handler.create(TOOL, ARGS)
         await settle_loop()
         assert pending.pending_id in handler.pending
@@ -842,7 +854,8 @@ async def test_announce_preparing_is_an_in_progress_update(handler: HumanInputHa
     assert len(recorder.updates) == 1
     update = recorder.updates[0]
     assert update.state is RenderState.IN_PROGRESS
-    assert update.state == "inProgress"
+    wire: str = update.state  # a StrEnum: equal to its wire value
+    assert wire == "inProgress"
     assert (update.tool_name, update.arguments) == (TOOL, {"question": "Whi"})
     assert (update.room_id, update.tool_call_id, update.channel_id) == ("R1", "tc1", "c1")
     assert update.actor_id == "alice"
@@ -999,7 +1012,7 @@ async def test_store_sync_resolve_is_persisted(
     assert handler.resolve(pending.pending_id, "blue", by="U1") is True
     assert handler.resolve(pending.pending_id, "red") is False  # claimed while being written
     assert await outcome_of(waiter) == "blue"
-    record = await stores[1].get_request(pending.pending_id)
+    record = await stored_record(stores[1], pending.pending_id)
     assert (record.status, record.result, record.settled_by) == (
         RequestStatus.RESOLVED,
         "blue",
@@ -1019,7 +1032,7 @@ async def test_store_answer_is_a_compare_and_set(
     )
     assert (first, second) == (True, False)
     assert await outcome_of(waiter) == "first"
-    record = await stores[0].get_request(pending.pending_id)
+    record = await stored_record(stores[0], pending.pending_id)
     assert (record.status, record.result, record.settled_by) == (
         RequestStatus.RESOLVED,
         "first",
@@ -1045,10 +1058,10 @@ async def test_store_answer_validates_wherever_the_request_is_held(
     for answering in (holder, other):
         with pytest.raises(AnswerInvalidError):
             await answering.answer(pending.pending_id, "42")
-    assert (await stores[0].get_request(pending.pending_id)).status is RequestStatus.PENDING
+    assert (await stored_record(stores[0], pending.pending_id)).status is RequestStatus.PENDING
     assert pending.pending_id in holder.pending
     assert await other.answer(pending.pending_id, "blue") is True
-    assert (await stores[0].get_request(pending.pending_id)).result == "BLUE"
+    assert (await stored_record(stores[0], pending.pending_id)).result == "BLUE"
 
 
 async def test_store_two_workers_racing_answer_one_wins(workers: list[HumanInputHandler]) -> None:
@@ -1075,7 +1088,7 @@ async def test_store_other_worker_s_answer_reaches_the_waiter(
     waiter = await blocked_waiter(holder, pending.pending_id, timeout=0.2)
     assert await other.answer(pending.pending_id, "from-other", by="U2") is True
     assert await outcome_of(waiter) == "from-other"
-    record = await stores[0].get_request(pending.pending_id)
+    record = await stored_record(stores[0], pending.pending_id)
     assert (record.status, record.result) == (RequestStatus.RESOLVED, "from-other")
 
 
@@ -1161,12 +1174,12 @@ async def test_store_expire_record_settles_a_request_not_in_memory(
     recorder = Recorder()
     sweeper.add_observer(recorder)
     pending = await creator.create(TOOL, ARGS, timeout=30)
-    record = await stores[1].get_request(pending.pending_id)
+    record = await stored_record(stores[1], pending.pending_id)
 
     await sweeper.expire_record(record)
     await sweeper.drain()
 
-    stored = await stores[1].get_request(pending.pending_id)
+    stored = await stored_record(stores[1], pending.pending_id)
     assert stored.status is RequestStatus.TIMED_OUT
     assert stored.reason == "Human input timed out after 30s for tool 'AskUserQuestion'"
     assert recorder.states(pending.pending_id) == [RenderState.EXPIRED]
@@ -1184,7 +1197,7 @@ async def test_store_expire_record_of_a_request_in_memory_wakes_its_waiter(
     holder = workers[0]
     pending = await holder.create(TOOL, ARGS, timeout=30)
     waiter = await blocked_waiter(holder, pending.pending_id, timeout=30)
-    record = await stores[0].get_request(pending.pending_id)
+    record = await stored_record(stores[0], pending.pending_id)
     await holder.expire_record(record)
     error = await outcome_of(waiter)
     assert type(error) is TimeoutError
@@ -1200,8 +1213,8 @@ async def test_store_timeout_and_close_are_persisted(
         await handler.wait(expired.pending_id, timeout=0.05)
     open_one = await handler.create(TOOL, ARGS)
     await handler.close()  # returns once every settle is recorded
-    assert (await stores[1].get_request(expired.pending_id)).status is RequestStatus.TIMED_OUT
-    assert (await stores[1].get_request(open_one.pending_id)).status is RequestStatus.CANCELLED
+    assert (await stored_record(stores[1], expired.pending_id)).status is RequestStatus.TIMED_OUT
+    assert (await stored_record(stores[1], open_one.pending_id)).status is RequestStatus.CANCELLED
 
 
 async def test_store_resolve_racing_the_deadline_is_all_or_nothing(
@@ -1217,7 +1230,7 @@ async def test_store_resolve_racing_the_deadline_is_all_or_nothing(
         outcome = await outcome_of(waiter)
         said = await returned
         await handler.drain()
-        record = await stores[0].get_request(pending.pending_id)
+        record = await stored_record(stores[0], pending.pending_id)
         if said:
             assert outcome == "x", (i, outcome)
             assert record.status is RequestStatus.RESOLVED

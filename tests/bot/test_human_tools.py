@@ -421,7 +421,8 @@ async def test_compose_tool_handlers_falls_through(human_first: bool) -> None:
     composed = compose_tool_handlers(*handlers)
 
     assert await composed("lookup", {"q": "x"}) == "found x"
-    call = asyncio.create_task(composed("AskUserQuestion", {"question": "Colour?"}))
+    # A ToolHandler returns an Awaitable (here a coroutine): ensure_future wraps it in a Task.
+    call = asyncio.ensure_future(composed("AskUserQuestion", {"question": "Colour?"}))
     update = await answer_next(human.handler, seen, '{"answer": "blue"}')
     assert update.tool_name == "AskUserQuestion"
     assert await within(call) == '{"answer":"blue"}'

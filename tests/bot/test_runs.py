@@ -45,6 +45,7 @@ async def test_a_new_message_first_finishes_the_round_its_worker_left(
     assert record is not None and record.status.value == "pending"  # not withdrawn
 
     second, second_channel = await worker(store, provider)
+    assert second.runs is not None
     second.runs.lease_seconds = 30.0  # adoption must not be what finishes the round here
     assert second_channel.human_input_handler is not None
     handler = second_channel.human_input_handler.handler

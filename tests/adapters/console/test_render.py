@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_replies_become_answers_the_tools_accept(tmp_path: Path) -> None:
     runbook = tmp_path / "runbook.md"
     runbook.write_text("# steps")
     options = {"question": "Which?", "options": ["a", "b"]}
-    cases = [
+    cases: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         ("selectOption", options, {"choice": "2"}),
         ("confirmAction", {"title": "t", "message": "m"}, {"confirmed": "yes"}),
         ("AskUserQuestion", {"question": "q"}, {"answer": " blue "}),

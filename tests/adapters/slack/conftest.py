@@ -131,8 +131,11 @@ class Env:
     def store(self) -> SqlStore:
         return self.server.service.store
 
-    async def post(self, payload: Mapping[str, Any], **kwargs: Any) -> aiohttp.ClientResponse:
-        """Post a payload signed as Slack signs it (events as JSON, interactions as a form)."""
+    async def post(
+        self, payload: bytes | Mapping[str, Any], **kwargs: Any
+    ) -> aiohttp.ClientResponse:
+        """Post a payload signed as Slack signs it (events as JSON, interactions as a form);
+        raw bytes are sent as they are."""
         return await post_signed(self.http, self.events_url, payload, SECRET, **kwargs)
 
     async def mention(self, text: str, *, user: str = ALICE) -> Thread:

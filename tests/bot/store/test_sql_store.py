@@ -286,7 +286,10 @@ async def test_transcripts_save_load_replace(store: SqlStore) -> None:
     await store.save_transcript("room-1", "slack-main", first)
     assert await store.load_transcript("room-1", "slack-main") == first
 
-    second = [*first, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]}]
+    second: list[dict[str, Any]] = [
+        *first,
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
+    ]
     await store.save_transcript("room-1", "slack-main", second)
     assert await store.load_transcript("room-1", "slack-main") == second
     assert await store.load_transcript("room-1", "teams-main") == []
