@@ -308,7 +308,12 @@ class HumanInputHandler:
         )
         if self.store is not None:
             await self.store.create_request(_to_record(request))
-            self._check_open(channel_id)  # closed while the row was being written
+            closed = self._closed_reason(channel_id)  # closed while the row was being written
+            if closed is not None:  # nothing half-written is left: the row is settled too
+                await self.store.settle(
+                    _settlement(request.pending_id, RequestStatus.CANCELLED, None, closed, None)
+                )
+                raise RuntimeError(closed)
         self._active[request.pending_id] = request
         self._arm_timer(request, lifetime)
         if self.on_deadline_armed is not None and request.expires_at is not None:
@@ -322,10 +327,16 @@ class HumanInputHandler:
         return request
 
     def _check_open(self, channel_id: str) -> None:
+        closed = self._closed_reason(channel_id)
+        if closed is not None:
+            raise RuntimeError(closed)
+
+    def _closed_reason(self, channel_id: str) -> str | None:
         scope = self._scopes.get(channel_id)
-        if self._scopes[None].closed or (scope is not None and scope.closed):
-            where = f"channel '{channel_id}'" if scope is not None and scope.closed else "handler"
-            raise RuntimeError(f"Human input {where} is closed")
+        if not (self._scopes[None].closed or (scope is not None and scope.closed)):
+            return None
+        where = f"channel '{channel_id}'" if scope is not None and scope.closed else "handler"
+        return f"Human input {where} is closed"
 
     async def _run_notifier(self, notifier: Notifier, request: PendingInput) -> None:
         """Run the notifier beside the wait; False denies. A hang or a raise denies nothing."""

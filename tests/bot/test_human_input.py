@@ -1003,6 +1003,20 @@ async def test_store_create_writes_the_row(
     assert [r.id for r in await stores[1].list_pending()] == [pending.pending_id]
 
 
+async def test_store_close_during_create_leaves_no_pending_row(
+    workers: list[HumanInputHandler], stores: list[SqlStore]
+) -> None:
+    handler = workers[0]
+    creating = asyncio.create_task(handler.create(TOOL, ARGS, tool_call_id="tc-closed"))
+    await asyncio.sleep(0)  # the row is being written
+    await handler.close()
+    with pytest.raises(RuntimeError, match="Human input handler is closed"):
+        await creating
+    record = await stores[1].request_for_tool_call("tc-closed")
+    assert record is not None and record.status is RequestStatus.CANCELLED
+    assert await stores[1].list_pending() == []
+
+
 async def test_store_sync_resolve_is_persisted(
     workers: list[HumanInputHandler], stores: list[SqlStore]
 ) -> None:
