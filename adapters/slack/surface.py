@@ -19,6 +19,7 @@ from adapters.slack.render import SlackMessage, render_message
 from adapters.slack.rooms import SlackRoom, parse_room
 from adapters.slack.text import MESSAGE_TEXT, escape, truncate
 from bot import HumanTool, RenderState, RequestUpdate
+from bot.message_refs import posted_record
 from bot.records import RequestStore
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ class SlackSurface:
         await self.store.set_message_ref(update.pending_id, SURFACE, ref)
 
     async def _stored_ref(self, update: RequestUpdate) -> dict[str, str] | None:
-        record = await self.store.get_request(update.pending_id)
+        record = await posted_record(self.store, update.pending_id, SURFACE)
         ref = record.message_refs.get(SURFACE) if record is not None else None
         return {"channel": str(ref["channel"]), "ts": str(ref["ts"])} if ref else None
 

@@ -27,6 +27,7 @@ from microsoft_teams.api.models.attachment import Attachment
 
 from adapters.teams.cards import render_card
 from bot import HumanTool, RenderState, RequestUpdate
+from bot.message_refs import posted_record
 from bot.records import RequestRecord, RequestStore
 
 log = logging.getLogger(__name__)
@@ -387,7 +388,7 @@ class TeamsSurface:
         await self.store.set_message_ref(update.pending_id, SURFACE, ref.to_json())
 
     async def _stored_ref(self, update: RequestUpdate) -> CardRef | None:
-        record = await self.store.get_request(update.pending_id)
+        record = await posted_record(self.store, update.pending_id, SURFACE)
         return CardRef.of(record) if record is not None else None
 
     async def _post(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef | None:
