@@ -1,0 +1,39 @@
+"""posted_record waits for a message reference another worker is still storing."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.message_refs import posted_record
+from bot.records import RequestRecord
+from bot.store import open_store
+
+
+def record(request_id: str) -> RequestRecord:
+    now = datetime.now(UTC)
+    return RequestRecord(
+        id=request_id, tool_name="requestApproval", arguments={}, room_id="slack:C1:1.0",
+        tool_call_id="toolu_1", channel_id="slack", channel_type="ai", actor_id="U1",
+        detached=False, created_at=now, expires_at=now + timedelta(minutes=5),
+    )  # fmt: skip
+
+
+async def test_a_reference_stored_a_moment_later_is_found(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path / 'refs.db'}")
+    await store.create_request(record("r1"))
+
+    async def post_later() -> None:
+        await asyncio.sleep(0.2)
+        await store.set_message_ref("r1", "slack", {"channel": "C1", "ts": "2.0"})
+
+    poster = asyncio.create_task(post_later())
+    found = await posted_record(store, "r1", "slack", patience=5)
+    await poster
+    assert found is not None and found.message_refs["slack"] == {"channel": "C1", "ts": "2.0"}
+
+    waited = await posted_record(store, "r1", "teams", patience=0.1)  # never posted there
+    assert waited is not None and "teams" not in waited.message_refs
+    assert await posted_record(store, "unknown", "slack", patience=5) is None  # no wait
+    await store.close()
