@@ -85,11 +85,11 @@ async def timed_run(store: SqlStore, count: int, tasks: int) -> Run:
     def count_statement(*_: object) -> None:
         sent[0] += 1
 
-    event.listen(store.engine.sync_engine, "before_cursor_execute", count_statement)
+    event.listen(store.statement_engine, "before_cursor_execute", count_statement)
     cpu, started = time.process_time(), time.perf_counter()
     await asyncio.gather(*(lifecycles(store, share) for share in shares))
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    event.remove(store.engine.sync_engine, "before_cursor_execute", count_statement)
+    event.remove(store.statement_engine, "before_cursor_execute", count_statement)
     return Run(count / wall, cpu / count * 1e6, sent[0] / count)
 
 

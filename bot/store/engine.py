@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import event
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
@@ -89,11 +90,26 @@ def create_engine(
     )
 
 
-def configure_sqlite(engine: AsyncEngine) -> None:
+def configure_sqlite(engine: AsyncEngine | Engine) -> None:
     """WAL, a busy timeout, foreign keys, and transactions that SQLAlchemy begins itself."""
-    event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
-    event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
-    event.listen(engine.sync_engine, "reset", _on_sqlite_reset)
+    target = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
+    event.listen(target, "connect", _on_sqlite_connect)
+    event.listen(target, "begin", _on_sqlite_begin)
+    event.listen(target, "reset", _on_sqlite_reset)
+
+
+def create_sqlite_thread_engine(url: str | URL, connect_args: Mapping[str, Any] | None) -> Engine:
+    """A plain (sync) engine on the same SQLite file, used from one dedicated thread.
+
+    Through aiosqlite every statement is a hand-off to the driver's thread and back (a
+    lifecycle made ~60 of them); here a whole transaction is one hand-off (see SqlStore).
+    """
+    target = make_url(url).set(drivername="sqlite+pysqlite")
+    args = connect_args_for(target, connect_args=connect_args)
+    args["check_same_thread"] = False  # made in the thread, disposed of from it too
+    engine = sa_create_engine(target, connect_args=args, pool_size=1, max_overflow=0)
+    configure_sqlite(engine)
+    return engine
 
 
 def _on_sqlite_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
@@ -32,10 +34,11 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import AuditEntry, RequestRecord, RequestStatus, RunRecord, Settlement
-from bot.store.engine import WRITE_OPTION, create_engine
+from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
 from bot.store.migrate import head_revision
 from bot.store.schema import (
     AuditRow,
@@ -198,9 +201,16 @@ def _new_run(dialect: str) -> Executable:
 class SqlStore:
     """A `RequestStore` over one SQLAlchemy async engine (which the store owns and disposes)."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, connect_args: Mapping[str, Any] | None = None) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
+        # SQLite: every call runs as one synchronous transaction in one thread of its own
+        # (one hand-off per call instead of one per statement through aiosqlite).
+        self._thread: ThreadPoolExecutor | None = None
+        self._thread_engine: Engine | None = None
+        if engine.dialect.name == "sqlite":
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
+            self._thread_engine = create_sqlite_thread_engine(engine.url, connect_args)
         # SQLite has one writer per database; queueing writers here, instead of letting them
         # spin in SQLite's busy handler, keeps concurrent tasks of one process fast.
         self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
@@ -219,11 +229,16 @@ class SqlStore:
         connect_args: Mapping[str, Any] | None = None,
     ) -> SqlStore:
         """A store for `url`; `schema` (PostgreSQL only) becomes the connection's search path."""
-        return cls(create_engine(url, schema=schema, connect_args=connect_args))
+        return cls(create_engine(url, schema=schema, connect_args=connect_args), connect_args)
 
     @property
     def engine(self) -> AsyncEngine:
         return self._engine
+
+    @property
+    def statement_engine(self) -> Engine:
+        """The engine whose connections run the store's statements (to instrument them)."""
+        return self._thread_engine or self._engine.sync_engine
 
     async def create_request(self, record: RequestRecord) -> None:
         """Insert the request with its `created` transition and audit rows."""
@@ -367,6 +382,12 @@ class SqlStore:
         """Let calls in flight finish (their callers may be gone), then close the pool."""
         while self._in_flight:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
+        if self._thread is not None and self._thread_engine is not None:
+            await asyncio.get_running_loop().run_in_executor(
+                self._thread, self._thread_engine.dispose
+            )
+            self._thread.shutdown(wait=True)
+            self._thread = None
         await self._engine.dispose()
 
     async def _write(
@@ -378,6 +399,9 @@ class SqlStore:
     async def _write_now(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        if self._thread is not None:
+            call = functools.partial(self._in_thread, True, body, *args, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(self._thread, call)
         async with self._write_turn(), self._writer.connect() as conn:
             return await conn.run_sync(_in_transaction, body, *args, **kwargs)
 
@@ -389,8 +413,26 @@ class SqlStore:
     async def _read_now(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        if self._thread is not None:
+            call = functools.partial(self._in_thread, False, body, *args, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(self._thread, call)
         async with self._engine.connect() as conn:
             return await conn.run_sync(body, *args, **kwargs)
+
+    def _in_thread(
+        self,
+        writer: bool,
+        body: Callable[Concatenate[Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """SQLite's thread: one transaction, committed if `body` returns."""
+        assert self._thread_engine is not None
+        engine = self._thread_engine
+        if writer:
+            engine = engine.execution_options(**{WRITE_OPTION: True})
+        with engine.connect() as conn, conn.begin():
+            return body(conn, *args, **kwargs)
 
     async def _uncancellable(self, work: Coroutine[Any, Any, T]) -> T:
         """Run a database call to its end even if its caller is cancelled: cut mid-statement,

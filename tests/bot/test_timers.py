@@ -82,7 +82,7 @@ class QueryCounter:
 
     def __init__(self, store: SqlStore) -> None:
         self.count = 0
-        event.listen(store.engine.sync_engine, "before_cursor_execute", self._seen)
+        event.listen(store.statement_engine, "before_cursor_execute", self._seen)
 
     def _seen(self, *_: Any) -> None:
         self.count += 1

@@ -201,10 +201,10 @@ async def test_deadline_queries_use_the_index(store: SqlStore, database: Databas
         if statement.lstrip().upper().startswith("SELECT"):
             statements.append((statement, params))
 
-    event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    event.listen(store.statement_engine, "before_cursor_execute", capture)
     await store.next_deadline()
     await store.due_requests(T0)
-    event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+    event.remove(store.statement_engine, "before_cursor_execute", capture)
 
     assert len(statements) == 2
     for statement, params in statements:
