@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
@@ -205,15 +205,13 @@ class SqlStore:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         # SQLite: every call runs as one synchronous transaction in one thread of its own
-        # (one hand-off per call instead of one per statement through aiosqlite).
+        # (one hand-off per call instead of one per statement through aiosqlite); that thread
+        # also queues this process's writers, which SQLite would serialise anyway.
         self._thread: ThreadPoolExecutor | None = None
         self._thread_engine: Engine | None = None
         if engine.dialect.name == "sqlite":
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
             self._thread_engine = create_sqlite_thread_engine(engine.url, connect_args)
-        # SQLite has one writer per database; queueing writers here, instead of letting them
-        # spin in SQLite's busy handler, keeps concurrent tasks of one process fast.
-        self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
         self._save_transcript, self._claim = _upserts(engine.dialect.name)
         self._new_run = _new_run(engine.dialect.name)
         self._notify = engine.dialect.name == "postgresql"
@@ -402,7 +400,7 @@ class SqlStore:
         if self._thread is not None:
             call = functools.partial(self._in_thread, True, body, *args, **kwargs)
             return await asyncio.get_running_loop().run_in_executor(self._thread, call)
-        async with self._write_turn(), self._writer.connect() as conn:
+        async with self._writer.connect() as conn:
             return await conn.run_sync(_in_transaction, body, *args, **kwargs)
 
     async def _read(
@@ -441,14 +439,6 @@ class SqlStore:
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
         return await asyncio.shield(task)
-
-    @contextlib.asynccontextmanager
-    async def _write_turn(self) -> AsyncIterator[None]:
-        if self._write_lock is None:
-            yield
-            return
-        async with self._write_lock:
-            yield
 
 
 def _in_transaction(
