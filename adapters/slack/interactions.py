@@ -7,11 +7,9 @@ private reply and an audit row. A click on a settled request settles nothing and
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Callable, Coroutine, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -27,17 +25,18 @@ from adapters.slack.parse import (
     parse_view_submission,
 )
 from adapters.slack.render import MODAL_OF_VERB, mention, render_modal, slack_date
-from adapters.slack.surface import SlackSurface, call_slack
+from adapters.slack.surface import SURFACE, SlackSurface, call_slack
 from bot import HumanInputHandler, HumanTool, PendingInputStatus, RequestUpdate
 from bot.access import AnswerPolicy
-from bot.records import AuditEntry, RequestRecord, RequestStore
+from bot.audit import record_refused_answer
+from bot.records import RequestRecord, RequestStore
+from bot.stored_requests import settled_record
 
 log = logging.getLogger(__name__)
 
 HandlerLookup = Callable[[str], HumanInputHandler | None]
 Later = Callable[[Coroutine[Any, Any, None]], None]
 """Runs work after the ack has been sent (SlackAdapter._later)."""
-SETTLE_WAIT = 2.0  # how long a click that lost a race waits to learn who won
 
 
 def settled_notice(record: RequestRecord) -> str:
@@ -122,7 +121,7 @@ class Interactions:
             await self._tell(click, settled_notice(record))
             return None
         if not self.policy.may_answer(user_id, record.actor_id):
-            await self._refused(record, user_id)
+            await record_refused_answer(self.store, record, user_id, SURFACE)
             await self._tell(click, not_yours_notice(record))
             return None
         return record
@@ -147,35 +146,13 @@ class Interactions:
             return
         if click is None:
             return
-        latest = await self._settled_record(record.id)
+        latest = await settled_record(self.store, record.id)
         if latest is not None:
             await self._tell(click, settled_notice(latest))
-
-    async def _settled_record(self, request_id: str) -> RequestRecord | None:
-        """The request once the settle that beat ours is written (a double click's first
-        click holds the request while its row is being written)."""
-        deadline = asyncio.get_running_loop().time() + SETTLE_WAIT
-        while True:
-            record = await self.store.get_request(request_id)
-            if record is None or record.status is not PendingInputStatus.PENDING:
-                return record
-            if asyncio.get_running_loop().time() >= deadline:
-                return record
-            await asyncio.sleep(0.02)
 
     async def _tell(self, click: ButtonClick, text: str) -> None:
         if click.channel_id:
             await self.surface.tell(click.channel_id, click.user_id, text, click.thread_ts)
-
-    async def _refused(self, record: RequestRecord, user_id: str) -> None:
-        entry = AuditEntry(
-            action="answer_refused",
-            at=datetime.now(UTC),
-            request_id=record.id,
-            actor_id=user_id,
-            detail={"surface": "slack", "request_actor": record.actor_id},
-        )
-        await self.store.append_audit(entry)
 
     # -- modals -------------------------------------------------------------------------------
 
@@ -208,7 +185,7 @@ class Interactions:
         if record.status is not PendingInputStatus.PENDING:
             return _plain(settled_notice(record))
         if not self.policy.may_answer(submission.user_id, record.actor_id):
-            await self._refused(record, submission.user_id)
+            await record_refused_answer(self.store, record, submission.user_id, SURFACE)
             return _plain(not_yours_notice(record))
         return None
 

@@ -19,8 +19,8 @@ from adapters.slack.render import SlackMessage, render_message
 from adapters.slack.rooms import SlackRoom, parse_room
 from adapters.slack.text import MESSAGE_TEXT, escape, truncate
 from bot import HumanTool, RenderState, RequestUpdate
-from bot.message_refs import posted_record
 from bot.records import RequestStore
+from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ sees is the surface's (an observer of the settle), not ours.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -31,7 +30,9 @@ from adapters.teams.cards import Verb
 from adapters.teams.surface import CARD_CONTENT_TYPE, SURFACE, CardRef, People, TeamsSurface
 from bot import AnswerInvalidError, HumanInputHandler, HumanTool, PendingInputStatus, RequestUpdate
 from bot.access import AnswerPolicy
-from bot.records import AuditEntry, RequestRecord, RequestStore
+from bot.audit import record_refused_answer
+from bot.records import RequestRecord, RequestStore
+from bot.stored_requests import settled_record
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,9 @@ class Invokes:
         if record.status is not PendingInputStatus.PENDING:
             return self._card(record, live=False, error=self._settled_notice(record))
         if not self._may_answer(record, user, user_id):
-            await self._refused(record, user)
+            await record_refused_answer(
+                self.store, record, user, SURFACE, name=self.people.name(user)
+            )
             return self._card(record, live=False, error=self._not_yours(record))
         tool = self.tools.get(record.tool_name)
         try:
@@ -154,37 +157,10 @@ class Invokes:
                 won = await handler.answer(record.id, outcome, by=user)
         except AnswerInvalidError as err:
             return self._card(record, live=True, error=str(err), values=action.inputs)
-        latest = await self._settled_record(record.id)
+        latest = await settled_record(self.store, record.id, patience=SETTLE_WAIT)
         if latest is None:
             return message_response("This request is no longer known.")
         return self._card(latest, live=False, error=None if won else self._settled_notice(latest))
-
-    async def _settled_record(self, request_id: str) -> RequestRecord | None:
-        """The request once the settle that decided it is written (a double submit's first
-        submit holds the request while its row is being written)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + SETTLE_WAIT
-        while True:
-            record = await self.store.get_request(request_id)
-            if record is None or record.status is not PendingInputStatus.PENDING:
-                return record
-            if loop.time() >= deadline:
-                return record
-            await asyncio.sleep(0.02)
-
-    async def _refused(self, record: RequestRecord, user: str) -> None:
-        entry = AuditEntry(
-            action="answer_refused",
-            at=datetime.now(UTC),
-            request_id=record.id,
-            actor_id=user,
-            detail={
-                "surface": SURFACE,
-                "request_actor": record.actor_id,
-                "name": self.people.name(user),
-            },
-        )
-        await self.store.append_audit(entry)
 
     # -- cards and notes --------------------------------------------------------------------
 

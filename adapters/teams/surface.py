@@ -27,8 +27,8 @@ from microsoft_teams.api.models.attachment import Attachment
 
 from adapters.teams.cards import render_card
 from bot import HumanTool, RenderState, RequestUpdate
-from bot.message_refs import posted_record
 from bot.records import RequestRecord, RequestStore
+from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""posted_record waits for a message reference another worker is still storing."""
+"""Reading a request back while another worker is still writing it."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.message_refs import posted_record
-from bot.records import RequestRecord
+from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import open_store
+from bot.stored_requests import posted_record, settled_record
 
 
 def record(request_id: str) -> RequestRecord:
@@ -36,4 +36,20 @@ async def test_a_reference_stored_a_moment_later_is_found(tmp_path: Path) -> Non
     waited = await posted_record(store, "r1", "teams", patience=0.1)  # never posted there
     assert waited is not None and "teams" not in waited.message_refs
     assert await posted_record(store, "unknown", "slack", patience=5) is None  # no wait
+    await store.close()
+
+
+async def test_a_settle_still_being_written_is_waited_for(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path / 'settle.db'}")
+    await store.create_request(record("r2"))
+
+    async def settle_later() -> None:
+        await asyncio.sleep(0.2)
+        done = Settlement("r2", RequestStatus.RESOLVED, datetime.now(UTC), result="{}", by="U2")
+        assert await store.settle(done)
+
+    settler = asyncio.create_task(settle_later())
+    found = await settled_record(store, "r2", patience=5)
+    await settler
+    assert found is not None and found.status is RequestStatus.RESOLVED and found.settled_by == "U2"
     await store.close()
