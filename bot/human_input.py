@@ -221,18 +221,24 @@ class HumanInputHandler:
 
     async def request_for_tool_call(self, tool_call_id: str) -> str | None:
         """The id of the request a tool call made (in memory, else in the store), or None."""
-        for request in (*self._active.values(), *self._settled.values()):
-            if request.tool_call_id == tool_call_id:
-                return request.pending_id
+        request = self._held_for_tool_call(tool_call_id)
+        if request is not None:
+            return request.pending_id
         if self.store is None:
             return None
         record = await self.store.request_for_tool_call(tool_call_id)
         return record.id if record is not None else None
 
     def asked(self, tool_call_id: str) -> bool:
-        """Whether a request was made for this tool call (a scan: for rare paths only)."""
-        requests = (*self._active.values(), *self._settled.values())
-        return any(request.tool_call_id == tool_call_id for request in requests)
+        """Whether this process made a request for this tool call."""
+        return self._held_for_tool_call(tool_call_id) is not None
+
+    def _held_for_tool_call(self, tool_call_id: str) -> PendingInput | None:
+        """A scan of the requests in memory: for rare paths only (resume, a dropped call)."""
+        for request in (*self._active.values(), *self._settled.values()):
+            if request.tool_call_id == tool_call_id:
+                return request
+        return None
 
     @property
     def pending(self) -> dict[str, PendingInput]:
