@@ -19,6 +19,7 @@ from adapters.slack.app import SlackAdapter, slack_client
 from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, HumanInputToolHandler
 from bot.access import AnswerPolicy
+from bot.requests.router import Router
 from bot.store import SqlStore, open_store
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,16 @@ def check_slack_settings(settings: Settings) -> tuple[str, str]:
         settings.slack_bot_token.get_secret_value(),
         settings.slack_signing_secret.get_secret_value(),
     )
+
+
+def check_model_settings(settings: Settings) -> None:
+    """`serve` runs the Anthropic API with a key, the scripted demo model only when asked for
+    (a workspace must not get the scripted model by a missing key); ConfigurationError else."""
+    if not settings.scripted_model and not settings.has_anthropic_key:
+        raise ConfigurationError(
+            "hitl-bridge serve needs ANTHROPIC_API_KEY to be set "
+            "(or HITL_MODEL=scripted for the scripted demo model)"
+        )
 
 
 # -- Teams (adapters/teams): Slack and Teams are each optional, one of them is needed ----------
@@ -71,6 +82,7 @@ class Service:
 async def build_service(settings: Settings) -> Service:
     teams = teams_config(settings)
     slack_secrets = check_slack_settings(settings) if teams is None else _slack_if_set(settings)
+    check_model_settings(settings)
     store = await open_store(settings.database_url, migrate=False)
     if not await store.schema_revision_ok():
         await store.close()
@@ -88,6 +100,11 @@ async def build_service(settings: Settings) -> Service:
     )
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
+    # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
+    router = Router(
+        store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
+        tools=human.tools,
+    )  # fmt: skip
     slack = None
     if slack_secrets is not None:
         token, secret = slack_secrets
@@ -97,14 +114,13 @@ async def build_service(settings: Settings) -> Service:
             client=slack_client(token, settings.slack_api_url),
             signing_secret=secret,
             store=store,
-            policy=policy,
-            tools=human.tools,
+            router=router,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel)
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=human.tools,
-            config=teams,
+            config=teams, router=router,
         )  # fmt: skip
     return service
 

@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
+SCRIPTED_MODEL = "scripted"  # HITL_MODEL: the scripted demo model (bot/scripted.py), no API
 
 
 class Settings(BaseSettings):
@@ -22,6 +23,8 @@ class Settings(BaseSettings):
     # How long a worker's hold on a room's run lasts unrenewed: a dead worker's runs are
     # resumed elsewhere within 1.5 leases.
     lease_seconds: float = Field(10.0, alias="HITL_LEASE_SECONDS", gt=0)
+    # The Anthropic model, or "scripted": the scripted demo model, which `serve` runs only
+    # when asked for it so (`demo` also falls back to it without ANTHROPIC_API_KEY).
     model: str = Field("claude-sonnet-5-5", alias="HITL_MODEL")
     admins: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_ADMINS")
     approvers: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_APPROVERS")
@@ -35,6 +38,17 @@ class Settings(BaseSettings):
     teams_client_secret: SecretStr | None = Field(None, alias="TEAMS_CLIENT_SECRET")
     teams_tenant_id: str | None = Field(None, alias="TEAMS_TENANT_ID")
     teams_allow_unauthenticated: bool = Field(False, alias="HITL_TEAMS_ALLOW_UNAUTHENTICATED")
+
+    @property
+    def scripted_model(self) -> bool:
+        """HITL_MODEL=scripted: the scripted demo model was asked for."""
+        return self.model.strip().lower() == SCRIPTED_MODEL
+
+    @property
+    def has_anthropic_key(self) -> bool:
+        return self.anthropic_api_key is not None and bool(
+            self.anthropic_api_key.get_secret_value().strip()
+        )
 
     @field_validator("admins", "approvers", mode="before")
     @classmethod

@@ -23,6 +23,7 @@ from bot.human_input import (
     RequestUpdate,
 )
 from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
+from bot.surfaces import Surface
 from bot.tool_context import ToolCallContext, current_tool_actor_id, tool_turn_context
 from bot.tools import AITool, ToolHandler, compose_tool_handlers
 
@@ -49,6 +50,7 @@ __all__ = [
     "PendingInputStatus",
     "RenderState",
     "RequestUpdate",
+    "Surface",
     "ToolCallContext",
     "ToolCallEvent",
     "ToolFailedError",

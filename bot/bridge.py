@@ -1,7 +1,8 @@
 """The composition root of the core: channels, hooks, the store, deadlines and the surfaces.
 
 The seed calls it `kit`: `register_channel(ai)` and `@bridge.hook(...)` work as there. A
-surface (Slack, Teams, the console) is an observer of every request's transitions.
+surface (Slack, Teams, the console) joins with `attach(surface)`: it then hears every
+transition of the requests in its rooms and speaks for runs resumed there (bot/surfaces.py).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
@@ -19,12 +19,11 @@ from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigge
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
 from bot.records import RequestRecord, RequestStore
 from bot.runs import LEASE_SECONDS, RunLeases
+from bot.surfaces import Surface
 from bot.timers import DeadlineScheduler
 
 log = logging.getLogger(__name__)
 
-Replier = Callable[[str, str], Awaitable[None]]
-"""(room id, text): post the agent's words in a room."""
 Mirror = Callable[[RequestUpdate], Iterable[str]]
 """The other rooms a request is shown in, besides its own."""
 
@@ -45,7 +44,7 @@ class Bridge:
         self.handlers: list[HumanInputHandler] = []
         self._observers: list[Observer] = []
         self._scheduler: DeadlineScheduler | None = None
-        self._repliers: dict[str, Replier] = {}
+        self._surfaces: list[Surface] = []
         self._mirrors: list[Mirror] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._adopter: asyncio.Task[None] | None = None
@@ -94,9 +93,26 @@ class Bridge:
             handler.on_deadline_armed = self._scheduler.poke
         self.handlers.append(handler)
 
+    def attach(self, surface: Surface) -> None:
+        """Register a surface, all of it at once: it observes the requests of its rooms (its
+        `room_prefix`) and of those mirrored to them, and `say`s a resumed run's words there."""
+        for known in self._surfaces:
+            if known.name == surface.name or _overlap(known.room_prefix, surface.room_prefix):
+                raise ValueError(
+                    f"surface {surface.name!r} ({surface.room_prefix!r}) clashes with the "
+                    f"attached {known.name!r} ({known.room_prefix!r})"
+                )
+        self._surfaces.append(surface)
+        self.add_observer(_in_rooms(surface.room_prefix, surface.observe))
+
+    def surface_for(self, room_id: str) -> Surface | None:
+        """The attached surface whose room `room_id` is."""
+        return next((s for s in self._surfaces if room_id.startswith(s.room_prefix)), None)
+
     def add_observer(self, observer: Observer) -> None:
-        """Tell `observer` (a surface) every transition of every request of every channel,
-        once for the request's own room and once for each room it is mirrored to."""
+        """Tell `observer` every transition of every request of every channel, once for the
+        request's own room and once for each room it is mirrored to. (A surface is attached
+        with `attach`, which also hears only its own rooms.)"""
         delivered = self._through_mirrors(observer)
         self._observers.append(delivered)
         for handler in self.handlers:
@@ -130,15 +146,18 @@ class Bridge:
             return channel.human_input_handler.handler
         return self.handlers[0] if self.handlers else None
 
-    def set_replier(self, room_prefix: str, replier: Replier) -> None:
-        """Where a resumed run's words go: the surface whose rooms start with `room_prefix`."""
-        self._repliers[room_prefix] = replier
+    def _speaker_for(self, room_id: str) -> TextCallback | None:
+        """Where a resumed run's words go: the surface of its room."""
+        surface = self.surface_for(room_id)
+        if surface is None:
+            log.warning("no surface attached for %s: a resumed run's words there are lost", room_id)
+            return None
+        say = surface.say
 
-    def _replier_for(self, room_id: str) -> TextCallback | None:
-        for prefix, replier in self._repliers.items():
-            if room_id.startswith(prefix):
-                return functools.partial(replier, room_id)
-        return None
+        async def speak(text: str) -> None:
+            await say(room_id, text)
+
+        return speak
 
     async def start(self) -> None:
         """With a store: expire what passed while down, hear other workers' settles, and
@@ -179,7 +198,7 @@ class Bridge:
                 continue
             taken += 1
             log.warning("resuming the run of %s left by another worker", run.room_id)
-            on_text = self._replier_for(run.room_id)
+            on_text = self._speaker_for(run.room_id)
             self._spawn(channel.resume(run.room_id, actor_id=run.actor_id, on_text=on_text))
         return taken
 
@@ -229,3 +248,18 @@ class Bridge:
 
 async def _nothing() -> None:
     return None
+
+
+def _in_rooms(prefix: str, observer: Observer) -> Observer:
+    """`observer`, told only of the rooms whose ids start with `prefix`."""
+
+    async def observe(update: RequestUpdate) -> None:
+        if update.room_id.startswith(prefix):
+            await observer(update)
+
+    return observe
+
+
+def _overlap(one: str, other: str) -> bool:
+    """Whether a room id could belong to both prefixes."""
+    return one.startswith(other) or other.startswith(one)

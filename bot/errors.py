@@ -13,7 +13,15 @@ class HumanInputRejectedError(RuntimeError):
 
 
 class AnswerInvalidError(ValueError):
-    """An answer that fails the tool's answer model; the request stays pending."""
+    """An answer that fails the tool's answer model; the request stays pending.
+
+    `fields` maps an answer key to what is wrong with it ("" for the answer as a whole), so a
+    form can show each error beside its input.
+    """
+
+    def __init__(self, message: str, fields: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.fields = fields or {}
 
 
 class ConfigurationError(RuntimeError):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import mimetypes
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, time
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -21,6 +22,7 @@ from pydantic import (
     ValidationError,
     create_model,
     field_validator,
+    model_validator,
 )
 
 from bot.errors import (
@@ -31,10 +33,16 @@ from bot.errors import (
     UnservedToolCallError,
 )
 from bot.human_input import HumanInputHandler, timeout_message
+from bot.requests import forms
 from bot.tool_context import current_tool_context
 from bot.tools import AITool
 
 Text = Annotated[str, Field(min_length=1, max_length=4000)]
+
+
+def _about(description: str, **constraints: Any) -> Any:
+    """A field the model reads about in the tool's JSON schema."""
+    return Field(description=description, **constraints)
 
 
 class _Model(BaseModel):
@@ -45,7 +53,7 @@ class _Model(BaseModel):
 
 
 class AskUserQuestionArgs(_Model):
-    question: Text
+    question: Annotated[Text, _about("The question, as the person will read it.")]
 
 
 class AskUserQuestionAnswer(_Model):
@@ -53,8 +61,8 @@ class AskUserQuestionAnswer(_Model):
 
 
 class RequestApprovalArgs(_Model):
-    action: Text
-    reason: Text
+    action: Annotated[Text, _about("What you will do once approved, precisely.")]
+    reason: Annotated[Text, _about("Why the action is needed.")]
 
 
 class RequestApprovalAnswer(_Model):
@@ -63,10 +71,11 @@ class RequestApprovalAnswer(_Model):
 
 
 class SelectOptionArgs(_Model):
-    question: Text
-    options: Annotated[list[Annotated[str, Field(min_length=1, max_length=500)]], Field(
-        min_length=1, max_length=100
-    )]  # fmt: skip
+    question: Annotated[Text, _about("What the person is choosing.")]
+    options: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=500)]],
+        _about("The choices, in the order to show them (1 to 100).", min_length=1, max_length=100),
+    ]
 
 
 class SelectOptionAnswer(_Model):
@@ -75,17 +84,53 @@ class SelectOptionAnswer(_Model):
     selectedValue: str
 
 
-FieldType = Literal["text", "number", "email"]
+FieldType = Literal[
+    "text", "long_text", "number", "integer", "email", "url", "date", "time", "datetime",
+    "boolean", "choice", "choices", "user",
+]  # fmt: skip
+_WITH_OPTIONS = ("choice", "choices")
+_NUMERIC = ("number", "integer")
 
 
 class DataField(_Model):
-    name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
-    label: Annotated[str, Field(min_length=1, max_length=200)]
-    type: FieldType = "text"
+    name: Annotated[
+        str,
+        _about("The answer's key for this field.", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"),
+    ]
+    label: Annotated[str, _about("What the person sees beside the input.", min_length=1,
+                                 max_length=200)]  # fmt: skip
+    type: Annotated[FieldType, _about(
+        "text, long_text (several lines), number, integer, email, url, date (YYYY-MM-DD), "
+        "time (HH:MM), datetime (ISO 8601), boolean (yes/no), choice (one of options), "
+        "choices (several of options), user (a person in the workspace: their user id)."
+    )] = "text"  # fmt: skip
+    required: Annotated[bool, _about("Whether the person must fill it in.")] = True
+    options: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=150)]] | None,
+        _about("The options of a choice or choices field.", max_length=100),
+    ] = None
+    min: Annotated[float | None, _about("The smallest number or integer allowed.")] = None
+    max: Annotated[float | None, _about("The largest number or integer allowed.")] = None
+    description: Annotated[str | None, _about("A hint shown under the input.", max_length=300)] = (
+        None
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DataField:
+        if (self.type in _WITH_OPTIONS) != bool(self.options):
+            raise ValueError(f"options go with a choice or choices field ({self.name})")
+        if (self.min is not None or self.max is not None) and self.type not in _NUMERIC:
+            raise ValueError(f"min and max go with a number or integer field ({self.name})")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min is above max ({self.name})")
+        return self
 
 
 class CollectUserDataArgs(_Model):
-    fields: Annotated[list[DataField], Field(min_length=1, max_length=20)]
+    fields: Annotated[
+        list[DataField], _about("The form's fields, in order (1 to 20).", min_length=1,
+                                max_length=20)
+    ]  # fmt: skip
 
     @field_validator("fields")
     @classmethod
@@ -99,8 +144,11 @@ class CollectUserDataArgs(_Model):
 
 
 class UploadFileArgs(_Model):
-    purpose: Text
-    acceptedTypes: list[Annotated[str, Field(min_length=1, max_length=50)]] = []
+    purpose: Annotated[Text, _about("What the file is for.")]
+    acceptedTypes: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=50)]],
+        _about("Extensions (pdf) or MIME types (image/*); empty accepts any file."),
+    ] = []
 
 
 class UploadFileAnswer(_Model):
@@ -110,9 +158,11 @@ class UploadFileAnswer(_Model):
 
 
 class ConfirmActionArgs(_Model):
-    title: Annotated[str, Field(min_length=1, max_length=200)]
-    message: Text
-    severity: Literal["info", "warning", "danger"] = "info"
+    title: Annotated[str, _about("A short title.", min_length=1, max_length=200)]
+    message: Annotated[Text, _about("What the person confirms, and what follows from it.")]
+    severity: Annotated[
+        Literal["info", "warning", "danger"], _about("How careful the person should be.")
+    ] = "info"
 
 
 class ConfirmActionAnswer(_Model):
@@ -146,7 +196,7 @@ class HumanTool:
             model = self.arguments.model_validate(arguments)
         except ValidationError as err:
             raise ToolRefusedError(f"Invalid arguments for '{self.name}': {_brief(err)}") from err
-        return model.model_dump(mode="json")
+        return model.model_dump(mode="json", exclude_none=True)
 
     def parse_answer(self, arguments: dict[str, Any], raw: str) -> str:
         """The answer as the model will read it (normalised JSON), or AnswerInvalidError."""
@@ -157,9 +207,13 @@ class HumanTool:
             answer = answer_model.model_validate_json(raw)
             if self.check_answer is not None:
                 self.check_answer(answer, arguments)
-        except (ValidationError, ValueError) as err:
-            detail = _brief(err) if isinstance(err, ValidationError) else str(err)
-            raise AnswerInvalidError(f"Invalid answer for '{self.name}': {detail}") from err
+        except ValidationError as err:
+            raise AnswerInvalidError(
+                f"Invalid answer for '{self.name}': {_brief(err)}", _field_errors(err)
+            ) from err
+        except ValueError as err:
+            message = f"Invalid answer for '{self.name}': {err}"
+            raise AnswerInvalidError(message, {"": str(err)}) from err
         return answer.model_dump_json(exclude_none=True)
 
     def answer_model(self, arguments: dict[str, Any]) -> type[BaseModel] | None:
@@ -186,13 +240,19 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _field_errors(err: ValidationError) -> dict[str, str]:
+    """Each error on the answer key it concerns ("" for the answer as a whole)."""
+    errors: dict[str, str] = {}
+    for error in err.errors():
+        key = str(error["loc"][0]) if error["loc"] else ""
+        errors.setdefault(key, "Required" if error["type"] == "missing" else error["msg"])
+    return errors
+
+
 def _brief(err: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in err.errors()
     )
-
-
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 def _not_a_boolean(value: Any) -> Any:
@@ -206,15 +266,60 @@ def _not_a_boolean(value: Any) -> Any:
 Number = Annotated[
     int | Annotated[float, Field(allow_inf_nan=False)], BeforeValidator(_not_a_boolean)
 ]
+Integer = Annotated[int, BeforeValidator(_not_a_boolean)]
+
+
+def _answer_type(spec: DataField) -> Any:
+    """The type of one form field's value in the answer."""
+    simple: dict[str, Any] = {
+        "text": Annotated[str, Field(max_length=forms.TEXT_MAX)],
+        "long_text": Annotated[str, Field(max_length=forms.LONG_TEXT_MAX)],
+        "number": Annotated[Number, Field(ge=spec.min, le=spec.max)],
+        "integer": Annotated[Integer, Field(ge=spec.min, le=spec.max)],
+        "email": Annotated[str, Field(pattern=forms.EMAIL.pattern, max_length=254)],
+        "url": Annotated[str, Field(pattern=forms.URL.pattern, max_length=2048)],
+        "date": date,
+        "time": time,
+        "datetime": AwareDatetime,
+        "boolean": bool,
+        "user": Annotated[str, Field(min_length=1, max_length=100)],
+    }
+    if spec.type in simple:
+        return simple[spec.type]
+    choice = Literal[tuple(spec.options or ())]  # type: ignore[valid-type]
+    return choice if spec.type == "choice" else list[choice]  # type: ignore[valid-type]
 
 
 def form_answer_model(fields: Iterable[DataField]) -> type[BaseModel]:
-    """The answer model of a collectUserData form: one typed, required value per field."""
-    email = Annotated[str, Field(pattern=EMAIL.pattern, max_length=254)]
-    types: dict[str, Any] = {"text": str, "number": Number, "email": email}
-    definitions: dict[str, Any] = {f.name: (types[f.type], ...) for f in fields}
+    """The answer model of a collectUserData form: one typed value per field."""
+    definitions: dict[str, Any] = {
+        f.name: (_answer_type(f), ...) if f.required else (_answer_type(f) | None, None)
+        for f in fields
+    }
     return create_model(
         "CollectUserDataAnswer", __config__=ConfigDict(extra="forbid"), **definitions
+    )
+
+
+def data_form(fields: Iterable[DataField]) -> forms.Form:
+    """The form a collectUserData call asks the person to fill in."""
+    return forms.Form(
+        "form",
+        "Fill in the form",
+        "Submit",
+        tuple(
+            forms.FormField(
+                name=f.name,
+                label=f.label,
+                kind=forms.FieldKind(f.type),
+                required=f.required,
+                description=f.description or "",
+                options=forms.numbered_options(f.options or ()),
+                minimum=f.min,
+                maximum=f.max,
+            )
+            for f in fields
+        ),
     )
 
 
@@ -318,9 +423,10 @@ class HumanInputToolHandler:
         self.handler = handler if handler is not None else HumanInputHandler()
         self.timeout = timeout
         self.tools: dict[str, HumanTool] = {}
+        # A tool declared by name is the developer's own: its arguments and answer pass as
+        # written (the seed's Quick Start declares its own AskUserQuestion). Only tools whose
+        # models the project defines (`builtin()`, `tools=`) are validated.
         names = set(tool_names)
-        for name in names & BUILTIN_TOOLS.keys():
-            self._add(BUILTIN_TOOLS[name])
         definitions = {d.name: d for d in tool_definitions}
         for tool in tools:
             self._add(tool)

@@ -1,15 +1,19 @@
 """Plain records the core hands to its store: no SQL here, only what a row holds.
 
-`bot.store` implements `RequestStore` with SQLAlchemy; the in-memory handler needs none.
+`PendingInput` is the one record of a request, in memory and in the store alike (the store calls
+it `RequestRecord`: the same class). What observers and notifiers are given are frozen views of
+it, built by one mapping (`bot.human_input.snapshots`). `bot.store` implements `RequestStore`
+with SQLAlchemy; the in-memory handler needs none.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 
 class RequestStatus(StrEnum):
@@ -22,33 +26,103 @@ class RequestStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class StoreClosedError(RuntimeError):
+    """The store was closed: background work using it stops."""
+
+
+MessageRefs = dict[str, dict[str, Any]]
+
+
+class _NoRefs(MessageRefs):
+    """The shared, read-only `message_refs` of a request no surface has posted yet (one empty
+    dict per request would be most of a request's size). The store replaces it, never edits."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("message_refs is replaced by the store, not changed in place")
+
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse
+
+
+NO_REFS: MessageRefs = _NoRefs()
+
+# The handler's bookkeeping bits in `PendingInput._flags` (small ints: no allocation).
+CLAIMED = 1  # a settle is being written: no other settle may start
+HELD = 2  # its row is held by this worker: this worker decides its settle (bot.human_input)
+FOREIGN = 4  # its row is held by another live worker, or not yet known to be ours
+
+
 @dataclass(slots=True)
-class RequestRecord:
-    """One human-input request as the database holds it."""
+class PendingInput:
+    """One request for human input: the seed's `PendingInput`, and the store's row.
+
+    `pending_id` (the seed's name) and `id` (the store's) are the same value. Fields after
+    `message_refs` are the handler's own and never compared.
+    """
 
     id: str
     tool_name: str
     arguments: dict[str, Any]
-    room_id: str
-    tool_call_id: str
-    channel_id: str
-    channel_type: str
-    actor_id: str | None
-    detached: bool
-    created_at: datetime
-    expires_at: datetime | None
+    room_id: str = ""
+    tool_call_id: str = ""
+    channel_id: str = ""
     status: RequestStatus = RequestStatus.PENDING
     result: str | None = None
+    detached: bool = False
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    actor_id: str | None = None
+    channel_type: str = "ai"
+    expires_at: datetime | None = None
     reason: str | None = None
     settled_by: str | None = None
     settled_at: datetime | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
-    message_refs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
+    # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves
+    # the others waiting.
+    _waiters: asyncio.Future[None] | list[asyncio.Future[None]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False, compare=False)
+    _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)
+    _flags: int = field(default=0, init=False, repr=False, compare=False)
+    # Updates not yet delivered to the observers, while a delivery is running (else None).
+    _updates: list[Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def pending_id(self) -> str:
+        return self.id
+
+    @pending_id.setter
+    def pending_id(self, value: str) -> None:
+        self.id = value
+
+    @property
+    def lifetime_seconds(self) -> float | None:
+        if self.expires_at is None:
+            return None
+        return (self.expires_at - self.created_at).total_seconds()
+
+
+RequestRecord = PendingInput
+"""The store's name for the same record."""
+
+# What a settle writes on a request; `Settlement` and `PendingInput` both read by these names.
+SETTLED_FIELDS = ("status", "result", "reason", "settled_by", "settled_at")
+
+
+def copy_settled(target: PendingInput, source: Settlement | PendingInput) -> None:
+    """Write the outcome `source` holds (a settlement, or a settled record) onto `target`."""
+    for name in SETTLED_FIELDS:
+        setattr(target, name, getattr(source, name))
 
 
 @dataclass(frozen=True, slots=True)
 class Settlement:
-    """The one transition a settle asks for: pending -> status."""
+    """The one transition a settle asks for: pending -> status.
+
+    `worker` is the worker asking (a row held by another live worker is not settled by it) and
+    `proposal` the id under which a worker that does not hold the request handed it over.
+    """
 
     request_id: str
     status: RequestStatus
@@ -56,6 +130,25 @@ class Settlement:
     result: str | None = None
     reason: str | None = None
     by: str | None = None
+    worker: str | None = None
+    proposal: str | None = None
+
+    @property
+    def settled_by(self) -> str | None:
+        return self.by
+
+    @property
+    def settled_at(self) -> datetime:
+        return self.at
+
+
+class Decision(StrEnum):
+    """Where a proposal (a settle handed to the request's holder) stands."""
+
+    PENDING = "pending"  # the holder is alive and has not decided yet
+    ACCEPTED = "accepted"  # the request settled as proposed
+    REFUSED = "refused"  # the request settled otherwise
+    ORPHANED = "orphaned"  # still pending, and no live worker holds it: settle it directly
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +178,39 @@ class RunRecord:
 class RequestStore(Protocol):
     """What the core needs from a database. Every method is one transaction."""
 
-    async def create_request(self, record: RequestRecord) -> None:
-        """Insert the request and its `created` audit row."""
+    async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None:
+        """Insert the request and its `created` audit row; `holder` is the worker holding it."""
         ...
 
     async def settle(self, settlement: Settlement) -> bool:
-        """Compare-and-set pending -> settlement.status, with its audit row; True if it won."""
+        """Compare-and-set pending -> settlement.status, with its audit row; True if it won.
+        A request held by a live worker other than `settlement.worker` is not settled."""
+        ...
+
+    async def propose(self, settlement: Settlement) -> bool | None:
+        """Settle as `settle` does (True, or False if already settled); or, when another live
+        worker holds the request, hand it `settlement` (id `settlement.proposal`) and return
+        None: `decision()` tells how it went."""
+        ...
+
+    async def decision(self, settlement: Settlement) -> Decision:
+        """Where the proposal `settlement` stands (it is forgotten once decided)."""
+        ...
+
+    async def proposals(self, request_id: str) -> list[Settlement] | None:
+        """The proposals waiting on a pending request, oldest first; None if it is not pending."""
+        ...
+
+    async def hold(self, request_id: str, worker: str) -> bool:
+        """Make `worker` the holder of a pending request no live worker holds; True if it is."""
+        ...
+
+    async def unhold(self, request_id: str, worker: str) -> None:
+        """`worker` no longer holds the request (its proposals go back to their senders)."""
+        ...
+
+    async def beat(self, worker: str, alive_until: datetime) -> list[str]:
+        """`worker` is alive until `alive_until`; returns its held requests with proposals."""
         ...
 
     async def get_request(self, request_id: str) -> RequestRecord | None: ...
@@ -154,8 +274,9 @@ class RequestStore(Protocol):
     async def listen_settled(
         self, callback: Callable[[str], None]
     ) -> Callable[[], Awaitable[None]]:
-        """Call `callback(request_id)` when another process settles a request (PostgreSQL
-        NOTIFY; a no-op where one process owns the database). Returns the stopper."""
+        """Call `callback(request_id)` when another process settles a request or hands one a
+        proposal (PostgreSQL NOTIFY; a no-op where one process owns the database). Returns the
+        stopper."""
         ...
 
     async def claim_once(self, key: str) -> bool:

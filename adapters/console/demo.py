@@ -5,9 +5,11 @@ from __future__ import annotations
 import getpass
 import logging
 
-from adapters.console.surface import ConsoleSurface, Terminal
+from adapters.console.surface import ConsoleSurface, Terminal, room_of
 from adapters.settings import Settings
 from bot import AIChannel, AIProvider, AnthropicAIProvider, Bridge, HumanInputToolHandler
+from bot.access import AnswerPolicy
+from bot.requests.router import Router
 from bot.scripted import ScriptedAIProvider
 from bot.store import open_store
 
@@ -20,9 +22,11 @@ SYSTEM_PROMPT = (
 
 
 def make_provider(settings: Settings) -> AIProvider:
-    """The real Anthropic API with a key; the scripted model without one."""
-    if settings.anthropic_api_key is None:
+    """The scripted model when asked for (HITL_MODEL=scripted) or without a key (`serve`
+    refuses to start without either, see serve.check_model_settings); else the Anthropic API."""
+    if settings.scripted_model or not settings.has_anthropic_key:
         return ScriptedAIProvider()
+    assert settings.anthropic_api_key is not None
     return AnthropicAIProvider(
         model=settings.model,
         api_key=settings.anthropic_api_key.get_secret_value(),
@@ -41,13 +45,20 @@ async def run_demo(settings: Settings, terminal: Terminal, message: str | None =
     )
     bridge.register_channel(channel)
     user = getpass.getuser()
-    surface = ConsoleSurface(bridge.handler_for, terminal, user=user)
-    bridge.add_observer(surface.observe)
+    router = Router(
+        store=store,
+        handler_for=bridge.handler_for,
+        handlers=bridge.handlers,
+        policy=AnswerPolicy(admins=settings.admins, approvers=settings.approvers),
+        tools=human.tools,
+    )
+    surface = ConsoleSurface(router, terminal, user=user)
+    bridge.attach(surface)
     await bridge.start()
     kind = "Anthropic API" if isinstance(provider, AnthropicAIProvider) else "scripted model"
     terminal.write(f"hitl-bridge demo — {kind}, store {settings.database_url}")
     try:
-        await _converse(channel, terminal, user, message)
+        await _converse(channel, surface, user, message)
     finally:
         await surface.close()
         await bridge.close()
@@ -57,19 +68,21 @@ async def run_demo(settings: Settings, terminal: Terminal, message: str | None =
     return 0
 
 
-async def _converse(channel: AIChannel, terminal: Terminal, user: str, message: str | None) -> None:
-    room = f"console:{user}"
+async def _converse(
+    channel: AIChannel, surface: ConsoleSurface, user: str, message: str | None
+) -> None:
+    room = room_of(user)
+
+    async def show(reply: str) -> None:
+        await surface.say(room, reply)
+
     while True:
         text = message
         if text is None:
-            text = await terminal.read_line("you")
+            text = await surface.terminal.read_line("you")
             if text is None or text.strip() in {"quit", "exit"}:
                 return
             text = text.strip() or "Deploy the new release, please."
-
-        async def show(reply: str) -> None:
-            terminal.write(f"agent> {reply}")
-
         await channel.respond(room, text, actor_id=user, on_text=show)
         if message is not None:
             return

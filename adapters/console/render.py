@@ -1,142 +1,200 @@
-"""What the console shows for a request, and how typed replies become answers. Pure."""
+"""What the console shows of a request's view, and how a typed line becomes a form input. Pure.
+
+Everything a request says comes from the core's `RequestView` (title, facts, status, outcome,
+controls and their forms); this module only lays it out as lines of a terminal. Text that a
+model or a person wrote is kept on one line, with control characters and bidi overrides shown
+escaped, so it can neither fake a prompt of ours nor move the cursor or clear the screen.
+"""
 
 from __future__ import annotations
 
-import json
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from bot import RenderState, RequestUpdate
+from bot import RenderState
+from bot.requests.forms import FieldKind, FormField, Option
+from bot.requests.kinds import Control, Fact, Verb
+from bot.requests.view import RequestView
+from bot.requests.wording import Phrase, PlainFormatter
 
 REJECT_PREFIX = "/reject"
+REJECT_HINT = f"(type {REJECT_PREFIX} <reason> at any prompt to decline)"
+INDENT = "  "
+
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_MARKS = {
+    RenderState.IN_PROGRESS: "…",
+    RenderState.EXECUTING: "▶",
+    RenderState.COMPLETE: "✓",
+    RenderState.REJECTED: "✗",
+    RenderState.EXPIRED: "⌛",
+    RenderState.CANCELLED: "-",
+}
+
+
+def one_line(text: object) -> str:
+    """`text` on one line, its control characters and bidi overrides written as escapes."""
+    return "".join(_escaped(c) for c in " ".join(str(text).split()))
+
+
+def _escaped(char: str) -> str:
+    if char not in _BIDI and unicodedata.category(char) != "Cc":
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def phrase(words: Phrase) -> str:
+    return one_line(words.render(PlainFormatter()))
+
+
+def fact(item: Fact) -> str:
+    return INDENT + (f"{one_line(item.label)}: " if item.label else "") + one_line(item.value)
+
+
+def draw(view: RequestView) -> str:
+    """The lines printed for a request in its state: in full while it waits for an answer,
+    else its title, how it ended and the answer (or the reason)."""
+    mark = _MARKS.get(view.state, "-")
+    severity = f"[{view.severity.upper()}] " if view.severity in ("warning", "danger") else ""
+    head = f"{mark} {severity}{one_line(view.title)}"
+    if view.state is RenderState.EXECUTING:
+        lines = [head, *(fact(f) for f in view.facts), INDENT + phrase(view.status)]
+    else:
+        lines = [f"{head} — {phrase(view.status)}", *(fact(f) for f in view.outcome)]
+    return "\n".join(lines)
+
+
+def agent_lines(text: str) -> str:
+    """The agent's words: its own lines kept, each indented under `agent> `, escaped."""
+    lines = [one_line(line) for line in text.splitlines() or [""]]
+    return "\n".join(["agent> " + lines[0], *("       " + line for line in lines[1:])])
+
+
+# -- answering: the controls as a menu, a form field by field -------------------------------
+
+
+def answering(controls: Sequence[Control]) -> list[Control]:
+    """The controls other than Decline (which /reject and the menu give)."""
+    return [c for c in controls if c.verb is not Verb.DECLINE]
+
+
+def menu(controls: Sequence[Control]) -> str:
+    return INDENT + "  ".join(f"{i}) {one_line(c.label)}" for i, c in enumerate(controls, 1))
+
+
+def menu_prompt(controls: Sequence[Control]) -> str:
+    return f"{INDENT}choose [1-{len(controls)}]"
+
+
+def pick(controls: Sequence[Control], line: str) -> Control:
+    """The control a typed line names, by number or by label; ValueError says what to type."""
+    typed = line.strip()
+    for number, control in enumerate(controls, 1):
+        if typed == str(number) or typed.casefold() == control.label.casefold():
+            return control
+    raise ValueError(f"type a number from 1 to {len(controls)}")
+
+
+def rejection(line: str) -> str | None:
+    """The reason of a `/reject <reason>` line, or None for any other line."""
+    typed = line.strip()
+    if typed != REJECT_PREFIX and not typed.startswith(REJECT_PREFIX + " "):
+        return None
+    return typed.removeprefix(REJECT_PREFIX).strip()
+
+
+def sure_prompt(question: Phrase) -> str:
+    return f"{INDENT}{phrase(question)} [y/n]"
+
+
+def yes(line: str) -> bool:
+    return line.strip().lower() in {"y", "yes"}
 
 
 @dataclass(frozen=True, slots=True)
-class Prompt:
-    """One line to ask for; `key` names the value in the replies."""
+class FieldPrompt:
+    """What is printed before a field is asked (its hint, its options) and the prompt."""
 
-    key: str
-    text: str
-
-
-def _one_line(text: object) -> str:
-    """Model-written text on one line, so it cannot fake a prompt of ours."""
-    return " ".join(str(text).split())
+    before: list[str]
+    prompt: str
 
 
-def describe(update: RequestUpdate) -> str:
-    """The lines printed for a transition."""
-    args, state = update.arguments, update.state
-    who = f" (by {update.settled_by})" if update.settled_by else ""
-    if state is RenderState.IN_PROGRESS:
-        return f"… preparing a request ({update.tool_name})"
-    if state is RenderState.EXECUTING:
-        return "\n".join(
-            [f"▶ {update.tool_name} needs you", *_detail_lines(update.tool_name, args)]
-        )
-    if state is RenderState.COMPLETE:
-        return f"✓ answered{who}: {_one_line(update.result)}"
-    if state is RenderState.REJECTED:
-        return f"✗ rejected{who}: {_one_line(update.reason or 'no reason given')}"
-    if state is RenderState.EXPIRED:
-        return f"⌛ expired: {_one_line(update.reason)}"
-    return f"- withdrawn: {_one_line(update.reason)}"
+_HINTS = {
+    FieldKind.NUMBER: "a number",
+    FieldKind.INTEGER: "a whole number",
+    FieldKind.EMAIL: "an email address",
+    FieldKind.URL: "https://…",
+    FieldKind.USER: "a user id",
+    FieldKind.DATE: "YYYY-MM-DD",
+    FieldKind.TIME: "HH:MM",
+    FieldKind.DATETIME: "YYYY-MM-DD HH:MM, UTC unless an offset is given",
+    FieldKind.BOOLEAN: "y/n",
+    FieldKind.CHOICES: "numbers, comma-separated",
+    FieldKind.FILE: "the path of a file",
+}
 
 
-def _detail_lines(tool_name: str, args: dict[str, Any]) -> list[str]:
-    if tool_name == "requestApproval":
-        return [f"  action: {_one_line(args['action'])}", f"  reason: {_one_line(args['reason'])}"]
-    if tool_name == "selectOption":
-        options = [f"  {i}. {_one_line(o)}" for i, o in enumerate(args["options"], 1)]
-        return [f"  {_one_line(args['question'])}", *options]
-    if tool_name == "confirmAction":
-        severity = args.get("severity", "info").upper()
-        return [f"  [{severity}] {_one_line(args['title'])}", f"  {_one_line(args['message'])}"]
-    if tool_name == "uploadFile":
-        accepted = ", ".join(args.get("acceptedTypes") or ["any"])
-        return [f"  {_one_line(args['purpose'])} (accepted: {_one_line(accepted)})"]
-    if tool_name == "AskUserQuestion":
-        return [f"  {_one_line(args['question'])}"]
-    if tool_name == "collectUserData":
-        return ["  please fill in the form below"]
-    return [f"  {key}: {_one_line(value)}" for key, value in args.items()]
+def field_prompt(spec: FormField) -> FieldPrompt:
+    """How a field is asked: one line per kind, the options of a choice numbered above it."""
+    hints = [_HINTS.get(spec.kind, "JSON" if spec.json_value else "")]
+    if spec.kind is FieldKind.CHOICE:
+        hints = [f"1-{len(spec.options)}"]
+    if spec.minimum is not None or spec.maximum is not None:
+        hints.append(_bounds(spec.minimum, spec.maximum))
+    if spec.accept:
+        hints.append("accepted: " + ", ".join(spec.accept))
+    if spec.value is not None:
+        hints.append(f"Enter for {_shown_value(spec)}")
+    elif not spec.required:
+        hints.append("Enter to skip")
+    hint = "; ".join(one_line(h) for h in hints if h)
+    before = [f"{INDENT}  {one_line(spec.description)}"] if spec.description else []
+    before += [f"{INDENT}  {one_line(o.label)}" for o in spec.options]
+    return FieldPrompt(before, f"{INDENT}{one_line(spec.label)}" + (f" ({hint})" if hint else ""))
 
 
-def prompts_for(tool_name: str, args: dict[str, Any]) -> list[Prompt]:
-    """The lines to ask for, in order. Any reply starting with /reject refuses the request."""
-    if tool_name == "requestApproval":
-        return [Prompt("approved", "approve? [y/n]")]
-    if tool_name == "selectOption":
-        return [Prompt("choice", f"choice [1-{len(args['options'])}]")]
-    if tool_name == "collectUserData":
-        return [Prompt(f["name"], f"{_one_line(f['label'])} ({f['type']})") for f in args["fields"]]
-    if tool_name == "uploadFile":
-        return [Prompt("path", "path of the file to upload")]
-    if tool_name == "confirmAction":
-        return [Prompt("confirmed", "confirm? [y/n]")]
-    return [Prompt("answer", "your answer")]
+def _bounds(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"{low:g} to {high:g}"
+    return f"at least {low:g}" if low is not None else f"at most {high:g}"
 
 
-def answer_from(tool_name: str, args: dict[str, Any], replies: dict[str, str]) -> str:
-    """The answer JSON for the replies; ValueError says what to type instead."""
-    if tool_name == "requestApproval":
-        approved = _yes_no(replies["approved"])
-        reason = replies.get("reason", "").strip()
-        return json.dumps({"approved": approved, **({"reason": reason} if reason else {})})
-    if tool_name == "selectOption":
-        return _selection(args["options"], replies["choice"])
-    if tool_name == "collectUserData":
-        return json.dumps(replies)
-    if tool_name == "uploadFile":
-        return _upload(replies["path"])
-    if tool_name == "confirmAction":
-        return json.dumps({"confirmed": _yes_no(replies["confirmed"])})
-    if tool_name == "AskUserQuestion":
-        return json.dumps({"answer": replies["answer"].strip()})
-    return _free_answer(replies["answer"])
+def _shown_value(spec: FormField) -> str:
+    by_value = {o.value: o.label for o in spec.options}
+    values = spec.value if isinstance(spec.value, list) else [spec.value]
+    return ", ".join(by_value.get(str(v), str(v)) for v in values)
 
 
-def follow_up(tool_name: str, replies: dict[str, str]) -> Prompt | None:
-    """A prompt that depends on earlier replies: a reason, after a no to an approval."""
-    declined = replies.get("approved", "").strip().lower() in {"n", "no"}
-    if tool_name == "requestApproval" and declined and "reason" not in replies:
-        return Prompt("reason", "reason (optional)")
-    return None
+def field_input(spec: FormField, line: str) -> Any:
+    """The input a typed line gives a field, as the core's `read_form` takes it (a file's path
+    is read by the surface). Choices are typed by number; ValueError says what to type."""
+    typed = line.strip()
+    if not typed:
+        return spec.value if spec.value is not None else ""
+    if spec.kind is FieldKind.CHOICE:
+        return _option(spec.options, typed)
+    if spec.kind is FieldKind.CHOICES:
+        return [_option(spec.options, item) for item in typed.split(",") if item.strip()]
+    return typed
 
 
-def _yes_no(reply: str) -> bool:
-    word = reply.strip().lower()
-    if word in {"y", "yes"}:
-        return True
-    if word in {"n", "no"}:
-        return False
-    raise ValueError("type y or n")
-
-
-def _selection(options: list[str], reply: str) -> str:
+def _option(options: Sequence[Option], typed: str) -> str:
     try:
-        index = int(reply.strip()) - 1
+        number = int(typed.strip())
     except ValueError:
-        raise ValueError(f"type a number from 1 to {len(options)}") from None
-    if not 0 <= index < len(options):
+        number = 0
+    if not 1 <= number <= len(options):
         raise ValueError(f"type a number from 1 to {len(options)}")
-    return json.dumps({"selectedIndex": index, "selectedValue": options[index]})
+    return options[number - 1].value
 
 
-def _upload(reply: str) -> str:
-    path = Path(reply.strip()).expanduser()
-    if not path.is_file():
-        raise ValueError(f"no file at {path}")
-    resolved = path.resolve()
-    size = resolved.stat().st_size
-    return json.dumps({"fileName": path.name, "fileSize": size, "url": resolved.as_uri()})
-
-
-def _free_answer(reply: str) -> str:
-    """A custom tool's answer: JSON as typed, or the text as {"answer": ...}."""
-    try:
-        json.loads(reply)
-    except ValueError:
-        return json.dumps({"answer": reply.strip()})
-    return reply
+def field_errors(fields: Sequence[FormField], errors: dict[str, str]) -> list[str]:
+    """The core's error for each field, by the field's label ("" is the form as a whole)."""
+    labels = {f.name: f.label for f in fields}
+    return [
+        f"{INDENT}! " + (f"{one_line(labels[name])}: " if name in labels else "") + one_line(text)
+        for name, text in errors.items()
+    ]

@@ -1,25 +1,48 @@
 """The console surface: requests shown in a terminal, answered by typing. The embedded default.
 
 Requests are asked one at a time, in the order they arrive; every other transition is printed
-as it happens. A terminal is anything that reads a line and writes text, so tests drive it.
+as it happens. What a request shows and how it can be answered is its view (`build_view`):
+its controls become a numbered menu (a lone answering control with a form is asked at once),
+a control's form is asked field by field, and the answer goes through the core's router, which
+decides it. A terminal is anything that reads a line and writes text, so tests drive it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import mimetypes
 import sys
-from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from adapters.console.render import (
-    REJECT_PREFIX,
-    Prompt,
-    answer_from,
-    describe,
-    follow_up,
-    prompts_for,
+    INDENT,
+    REJECT_HINT,
+    agent_lines,
+    answering,
+    draw,
+    field_errors,
+    field_input,
+    field_prompt,
+    menu,
+    menu_prompt,
+    one_line,
+    phrase,
+    pick,
+    rejection,
+    sure_prompt,
+    yes,
 )
-from bot import HumanInputHandler, RenderState, RequestUpdate
+from bot import PendingInputStatus, RenderState, RequestUpdate
+from bot.requests.forms import FieldKind, FormField
+from bot.requests.kinds import Control, Verb
+from bot.requests.router import Interaction, Invalid, Outcome, Refused, Router
+from bot.requests.view import RequestView, build_view
+from bot.requests.wording import Phrase
+
+log = logging.getLogger(__name__)
 
 
 class Terminal(Protocol):
@@ -43,18 +66,53 @@ class StdioTerminal:
         sys.stdout.flush()
 
 
-HandlerLookup = Callable[[str], HumanInputHandler | None]
+SURFACE = "console"
+PREFIX = "console:"
+CLOSED = "The console was closed"
+
+
+def room_of(user: str) -> str:
+    """The terminal's room: one per user at the keyboard."""
+    return f"{PREFIX}{user}"
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """`/reject <reason>` typed at a prompt, or input closed: the request is declined."""
+
+    reason: str
+
+
+def file_input(typed: str) -> dict[str, Any] | None:
+    """A file field's input for a typed path (None when there is no file there)."""
+    path = Path(typed.strip()).expanduser()
+    if not path.is_file():
+        return None
+    resolved = path.resolve()
+    return {
+        "name": path.name,
+        "size": resolved.stat().st_size,
+        "url": resolved.as_uri(),
+        "mimetype": mimetypes.guess_type(path.name)[0] or "",
+    }
 
 
 class ConsoleSurface:
-    """Observer of every request: prints transitions, asks executing requests in turn."""
+    """The core's surface (bot/surfaces.py) for the terminal's room: prints transitions, asks
+    executing requests in turn, and prints the agent's words."""
 
-    def __init__(self, handler_for: HandlerLookup, terminal: Terminal, *, user: str) -> None:
-        self.handler_for = handler_for
+    name = SURFACE
+    room_prefix = PREFIX
+
+    def __init__(self, router: Router, terminal: Terminal, *, user: str) -> None:
+        self.router = router
         self.terminal = terminal
         self.user = user
         self._queue: asyncio.Queue[RequestUpdate] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
+
+    def view(self, update: RequestUpdate) -> RequestView:
+        return build_view(update, self.router.tools.get(update.tool_name))
 
     async def observe(self, update: RequestUpdate) -> None:
         if update.state is RenderState.EXECUTING:
@@ -62,7 +120,10 @@ class ConsoleSurface:
             if self._worker is None:
                 self._worker = asyncio.create_task(self._ask_in_turn())
         else:
-            self.terminal.write(describe(update))
+            self.terminal.write(draw(self.view(update)))
+
+    async def say(self, room_id: str, text: str) -> None:
+        self.terminal.write(agent_lines(text))
 
     async def close(self) -> None:
         if self._worker is not None:
@@ -72,44 +133,111 @@ class ConsoleSurface:
     async def _ask_in_turn(self) -> None:
         while True:
             update = await self._queue.get()
-            handler = self.handler_for(update.channel_id)
-            if handler is not None and update.pending_id in handler.pending:
-                await self._ask(handler, update)
-
-    async def _ask(self, handler: HumanInputHandler, update: RequestUpdate) -> None:
-        self.terminal.write(describe(update))
-        self.terminal.write(f"  (type {REJECT_PREFIX} <reason> to refuse)")
-        while True:
-            replies = await self._read_replies(update)
-            if replies is None:
-                await handler.decline(update.pending_id, "The console was closed", by=self.user)
-                return
-            if REJECT_PREFIX in replies:
-                await handler.decline(update.pending_id, replies[REJECT_PREFIX], by=self.user)
-                return
             try:
-                answer = answer_from(update.tool_name, update.arguments, replies)
-                settled = await handler.answer(update.pending_id, answer, by=self.user)
-            except ValueError as problem:  # AnswerInvalidError included: ask again
-                self.terminal.write(f"  ! {problem}")
-                continue
-            if not settled:
-                self.terminal.write("  ! this request was already settled")
-            return
+                record = await self.router.load(update.pending_id)
+                if record is not None and record.status is PendingInputStatus.PENDING:
+                    await self._ask(self.view(update))
+            except Exception:  # one request's failure must not stop the others being asked
+                log.exception("asking for request %s failed", update.pending_id)
 
-    async def _read_replies(self, update: RequestUpdate) -> dict[str, str] | None:
-        """The typed replies by prompt key; {REJECT_PREFIX: reason} for a refusal."""
-        replies: dict[str, str] = {}
-        pending: list[Prompt] = prompts_for(update.tool_name, update.arguments)
-        while pending:
-            prompt = pending.pop(0)
-            line = await self.terminal.read_line(f"  {prompt.text}")
-            if line is None:
-                return None
-            if line.strip().startswith(REJECT_PREFIX):
-                return {REJECT_PREFIX: line.strip().removeprefix(REJECT_PREFIX).strip()}
-            replies[prompt.key] = line
-            extra = follow_up(update.tool_name, replies)
-            if extra is not None:
-                pending.append(extra)
-        return replies
+    async def _ask(self, view: RequestView) -> None:
+        self.terminal.write(draw(view))
+        self.terminal.write(INDENT + REJECT_HINT)
+        answers = answering(view.controls)
+        only = answers[0] if len(answers) == 1 and answers[0].form is not None else None
+        while True:
+            control = only or await self._choose(view.controls)
+            if isinstance(control, Stop):
+                if await self._decline(view, control.reason):
+                    return
+                continue
+            if control.confirm is not None:
+                sure = await self._sure(control.confirm)
+                if isinstance(sure, Stop):
+                    if await self._decline(view, sure.reason):
+                        return
+                    continue
+                if not sure:
+                    continue
+            if await self._answer(view, control):
+                return
+
+    async def _read(self, prompt: str) -> str | Stop:
+        line = await self.terminal.read_line(prompt)
+        if line is None:
+            return Stop(CLOSED)
+        reason = rejection(line)
+        return Stop(reason) if reason is not None else line
+
+    async def _choose(self, controls: tuple[Control, ...]) -> Control | Stop:
+        self.terminal.write(menu(controls))
+        while True:
+            line = await self._read(menu_prompt(controls))
+            if isinstance(line, Stop):
+                return line
+            try:
+                return pick(controls, line)
+            except ValueError as problem:
+                self.terminal.write(f"{INDENT}! {problem}")
+
+    async def _sure(self, question: Phrase) -> bool | Stop:
+        line = await self._read(sure_prompt(question))
+        return line if isinstance(line, Stop) else yes(line)
+
+    async def _answer(self, view: RequestView, control: Control) -> bool:
+        """Ask the control's form (again for each field the core found wrong) and send it;
+        False sends the person back to the controls."""
+        fields = control.form.fields if control.form is not None else ()
+        if control.form is not None and len(fields) > 1:
+            self.terminal.write(INDENT + one_line(control.form.title))
+        inputs: dict[str, Any] = {}
+        todo = list(fields)
+        while True:
+            for spec in todo:
+                value = await self._field(spec)
+                if isinstance(value, Stop):
+                    return await self._decline(view, value.reason)
+                inputs[spec.name] = value
+            outcome = await self._send(view, control.verb, inputs)
+            if not isinstance(outcome, Invalid):
+                return True
+            if not fields:
+                return False
+            wrong = [spec for spec in fields if spec.name in outcome.errors]
+            todo = wrong if len(wrong) == len(outcome.errors) else list(fields)
+
+    async def _field(self, spec: FormField) -> Any:
+        """The input for one field, as the core reads it, or a Stop."""
+        asked = field_prompt(spec)
+        for line in asked.before:
+            self.terminal.write(line)
+        while True:
+            typed = await self._read(asked.prompt)
+            if isinstance(typed, Stop):
+                return typed
+            if spec.kind is FieldKind.FILE and typed.strip():
+                file = file_input(typed)
+                if file is not None:
+                    return file
+                self.terminal.write(f"{INDENT}! no file at {one_line(typed.strip())}")
+                continue
+            try:
+                return field_input(spec, typed)
+            except ValueError as problem:
+                self.terminal.write(f"{INDENT}! {problem}")
+
+    async def _decline(self, view: RequestView, reason: str) -> bool:
+        outcome = await self._send(view, Verb.DECLINE, {"reason": reason})
+        return not isinstance(outcome, Invalid) or reason == CLOSED
+
+    async def _send(self, view: RequestView, verb: Verb, inputs: dict[str, Any]) -> Outcome:
+        """The router's outcome for the person's answer; what was not taken is said."""
+        interaction = Interaction(view.request_id, self.user, verb, inputs, surface=SURFACE)
+        outcome = await self.router.handle(interaction)
+        if isinstance(outcome, Refused):
+            self.terminal.write(f"{INDENT}! {phrase(outcome.notice)}")
+        elif isinstance(outcome, Invalid):
+            form = outcome.form
+            for line in field_errors(form.fields if form else (), outcome.errors):
+                self.terminal.write(line)
+        return outcome

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
@@ -22,13 +22,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.conversations import Conversations
 from adapters.slack.interactions import Interactions
-from adapters.slack.render import ACTION_PREFIX, MODAL_CALLBACK_PREFIX, pending_summary
+from adapters.slack.messages import pending_summary
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
-from adapters.slack.rooms import parse_room
+from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
 from adapters.slack.surface import SlackSurface
-from bot import AIChannel, Bridge, HumanTool
-from bot.access import AnswerPolicy
+from bot import AIChannel, Bridge
 from bot.records import RequestStore
+from bot.requests.router import Router
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,9 @@ class SlackAdapter:
         client: AsyncWebClient,
         signing_secret: str,
         store: RequestStore,
-        policy: AnswerPolicy,
-        tools: Mapping[str, HumanTool],
+        router: Router,
     ) -> None:
+        """`router` answers every click, submission and thread reply (one for all surfaces)."""
         self.client = client
         self.store = store
         self.bot_user_id = ""
@@ -74,27 +74,19 @@ class SlackAdapter:
         self.app = AsyncApp(
             client=client, signing_secret=signing_secret, process_before_response=True
         )
-        self.surface = SlackSurface(client, store, tools)
-        bridge.add_observer(self.surface.observe)
+        self.surface = SlackSurface(client, store, router.tools)
+        bridge.attach(self.surface)
         self.conversations = Conversations(
             channel=channel,
             surface=self.surface,
             store=store,
-            policy=policy,
-            handler_for=bridge.handler_for,
+            router=router,
             bot_user_id=lambda: self.bot_user_id,
         )
         self.interactions = Interactions(
-            client=client,
-            surface=self.surface,
-            store=store,
-            policy=policy,
-            handler_for=bridge.handler_for,
-            tools=tools,
-            later=self._later,
+            client=client, surface=self.surface, router=router, later=self._later
         )
         self._register()
-        bridge.set_replier(ROOM_PREFIX, self._reply)
 
     def _register(self) -> None:
         app = self.app
@@ -125,12 +117,6 @@ class SlackAdapter:
         task = asyncio.create_task(_logged(work))
         self._work.add(task)
         task.add_done_callback(self._work.discard)
-
-    async def _reply(self, room_id: str, text: str) -> None:
-        """A resumed run's words, posted in its thread."""
-        room = parse_room(room_id)
-        if room is not None:
-            await self.surface.post_text(room, text)
 
     async def start(self) -> None:
         """Open one HTTP session for every Web API call (without it slack_sdk opens a session

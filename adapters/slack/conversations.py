@@ -7,22 +7,28 @@ channel and ts makes exactly one delivery run, on whichever worker it lands.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
 from typing import Any
 
 from adapters.slack.rooms import SlackRoom
+from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
-from bot import AIChannel, HumanInputHandler
-from bot.access import AnswerPolicy
+from adapters.slack.text import escape
+from bot import AIChannel, RequestUpdate
 from bot.records import RequestStore
+from bot.requests.kinds import Verb
+from bot.requests.router import Interaction, Invalid, Router, Settled
+from bot.requests.view import build_view
 from bot.turns import Turns
 
 log = logging.getLogger(__name__)
 
-QUESTION_TOOL = "AskUserQuestion"
+# Subtypes of messages a person sends: a thread reply also sent to the channel, a message with
+# a file, a /me message. Every other subtype is a notice (an edit, a deletion, a join, a bot's
+# message...), never a new message of a person's.
+PERSON_SUBTYPES = frozenset({"thread_broadcast", "file_share", "me_message"})
 
 
 def room_of(event: dict[str, Any]) -> SlackRoom:
@@ -37,10 +43,29 @@ def strip_mention(text: str, bot_user_id: str) -> str:
     return re.sub(rf"<@{re.escape(bot_user_id)}(\|[^>]*)?>", "", text).strip()
 
 
+def files_of(event: dict[str, Any]) -> str:
+    """The files a message carries, one line each (name and link), for the agent to read."""
+    lines = []
+    for file in event.get("files") or []:
+        if not isinstance(file, dict):
+            continue
+        name = file.get("name") or file.get("title") or "a file"
+        link = file.get("permalink") or file.get("url_private")
+        lines.append(f"[file: {name} {link}]" if link else f"[file: {name}]")
+    return "\n".join(lines)
+
+
+def text_of(event: dict[str, Any], bot_user_id: str) -> str:
+    """What a person wrote, without the bot's mention, and the files they attached."""
+    text = strip_mention(event.get("text", ""), bot_user_id)
+    files = files_of(event)
+    return f"{text}\n{files}".strip() if files else text
+
+
 def is_from_person(event: dict[str, Any], bot_user_id: str) -> bool:
     """A person's own new message: not a bot's, not an edit or a join notice."""
     return (
-        "subtype" not in event
+        event.get("subtype") in (None, *PERSON_SUBTYPES)
         and "bot_id" not in event
         and bool(event.get("user"))
         and event.get("user") != bot_user_id
@@ -56,15 +81,13 @@ class Conversations:
         channel: AIChannel,
         surface: SlackSurface,
         store: RequestStore,
-        policy: AnswerPolicy,
-        handler_for: Callable[[str], HumanInputHandler | None],
+        router: Router,
         bot_user_id: Callable[[], str],
     ) -> None:
         self.channel = channel
         self.surface = surface
         self.store = store
-        self.policy = policy
-        self.handler_for = handler_for
+        self.router = router
         self.bot_user_id = bot_user_id
         self._turns = Turns(channel)
 
@@ -76,7 +99,7 @@ class Conversations:
         if not await self.store.claim_once(f"slack:message:{event['channel']}:{event['ts']}"):
             return  # another delivery of this message ran (or is running) already
         room = room_of(event)
-        user, text = event["user"], strip_mention(event.get("text", ""), bot)
+        user, text = event["user"], text_of(event, bot)
         if await self._answer_question(room, user, text):
             return
         if await self._addressed(event, mentioned, room):
@@ -91,19 +114,26 @@ class Conversations:
         return bool(event.get("thread_ts")) and await self._bot_in_thread(room)
 
     async def _answer_question(self, room: SlackRoom, user: str, text: str) -> bool:
-        """A thread reply answers the oldest open question there that `user` may answer."""
+        """A thread reply answers the oldest open request there that takes replies (a
+        question) and that `user` may answer; through the router, as any answer."""
         if not text:
             return False
         # From the store, not memory: the question may have been asked by another worker, or
         # by this one before a restart.
         for request in await self.store.pending_in_room(room.room_id):
-            if request.tool_name == QUESTION_TOOL and self.policy.may_answer(
-                user, request.actor_id
+            tool = self.router.tools.get(request.tool_name)
+            reply = Interaction(request.id, user, Verb.ANSWER, {"answer": text}, surface=SURFACE)
+            if not build_view(RequestUpdate.of(request), tool).replies or not (
+                self.router.may_answer(request, reply)
             ):
-                handler = self.handler_for(request.channel_id)
-                if handler is not None:
-                    answer = json.dumps({"answer": text})
-                    return await handler.answer(request.id, answer, by=user)
+                continue
+            outcome = await self.router.handle(reply)
+            if isinstance(outcome, Invalid):  # e.g. too long: say so, privately
+                notice = "; ".join(escape(error) for error in outcome.errors.values())
+                await self.surface.tell(room.channel, user, notice, room.thread_ts or None)
+                return True
+            if isinstance(outcome, Settled):
+                return True
         return False
 
     async def _bot_in_thread(self, room: SlackRoom) -> bool:

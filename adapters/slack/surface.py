@@ -1,6 +1,6 @@
 """The Slack surface: posts each request in its thread and edits that message on every change.
 
-Updates of one request are shown in order (a lock per tool call); a failed Web API call is
+Updates of one request are shown in order (bot/requests/ordering.py); a failed Web API call is
 retried (slack_sdk's handlers for 429, 5xx and dropped connections, then our own backoff for
 transient errors) and, if it still fails, logged as an error: never dropped silently.
 """
@@ -15,16 +15,17 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.render import SlackMessage, render_message
-from adapters.slack.rooms import SlackRoom, parse_room
+from adapters.slack.messages import SlackMessage, render_message
+from adapters.slack.rooms import PREFIX, SlackRoom, parse_room
+from adapters.slack.scheme import SURFACE
 from adapters.slack.text import MESSAGE_TEXT, escape, truncate
 from bot import HumanTool, RenderState, RequestUpdate
 from bot.records import RequestStore
+from bot.requests.ordering import InOrder
 from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
 
-SURFACE = "slack"
 ATTEMPTS = 4
 # Errors that another attempt cannot fix: the payload, the target or the token is wrong.
 FATAL_ERRORS = frozenset({
@@ -33,8 +34,6 @@ FATAL_ERRORS = frozenset({
     "invalid_auth", "not_authed", "account_inactive", "token_revoked", "missing_scope",
     "user_not_found", "user_not_in_channel", "expired_trigger_id", "invalid_trigger_id",
 })  # fmt: skip
-ENDINGS = frozenset({RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED,
-                     RenderState.CANCELLED})  # fmt: skip
 
 
 async def call_slack(
@@ -58,7 +57,10 @@ async def call_slack(
 
 
 class SlackSurface:
-    """Observer of the core's requests for rooms that are Slack threads."""
+    """The core's surface (bot/surfaces.py) for rooms that are Slack threads."""
+
+    name = SURFACE
+    room_prefix = PREFIX
 
     def __init__(
         self, client: AsyncWebClient, store: RequestStore, tools: Mapping[str, HumanTool]
@@ -66,7 +68,7 @@ class SlackSurface:
         self.client = client
         self.store = store
         self.tools = tools
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._in_order = InOrder()
         self._preparing: dict[str, str] = {}  # tool_call_id -> ts of "Preparing request…"
         self._posted: dict[str, dict[str, str]] = {}  # pending_id -> {"channel", "ts"}
 
@@ -74,12 +76,7 @@ class SlackSurface:
         room = parse_room(update.room_id)
         if room is None:
             return
-        key = update.tool_call_id or update.pending_id
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            await self._show(update, room)
-        if update.state in ENDINGS and not lock.locked():
-            self._locks.pop(key, None)
+        await self._in_order.run(update, lambda: self._show(update, room))
 
     async def _show(self, update: RequestUpdate, room: SlackRoom) -> None:
         message = render_message(update, self.tools.get(update.tool_name))
@@ -140,6 +137,12 @@ class SlackSurface:
             "chat.update",
         )
         return response is not None
+
+    async def say(self, room_id: str, text: str) -> None:
+        """The agent's words in a room of ours (a resumed run's)."""
+        room = parse_room(room_id)
+        if room is not None:
+            await self.post_text(room, text)
 
     async def post_text(self, room: SlackRoom, text: str) -> None:
         """Post the agent's words in the thread, escaped: the model cannot ping or hide links."""

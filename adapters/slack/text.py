@@ -1,12 +1,15 @@
 """Slack text: escaping model-written text and cutting it to Slack's limits.
 
 Everything a model (or a person, or a file name) wrote reaches Slack through `fit`: escaped
-first, then cut, because Slack's limits apply to the text as sent, entities included.
+first, then cut, because Slack's limits apply to the text as sent, entities included. The core's
+phrases (bot/requests/wording.py) are written with `SlackFormatter`: their words escaped, people
+as mentions, moments as `<!date>` each reader sees in their own time zone.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 # -- Slack's limits (Block Kit reference; the same figures slack_sdk validates) --------------
 
@@ -97,3 +100,37 @@ def truncate(text: str, limit: int) -> str:
 def fit(text: str, limit: int) -> str:
     """Model-written text made safe for mrkdwn and plain_text, within `limit`."""
     return truncate(escape(text), limit)
+
+
+# -- people and moments --------------------------------------------------------------------------
+
+_SLACK_USER = re.compile(r"^[UWB][A-Z0-9]{2,}$")
+
+
+def mention(user_id: str) -> str:
+    """`<@U…>` for a Slack user; an id from another surface (Teams, console) as plain text."""
+    return f"<@{user_id}>" if _SLACK_USER.match(user_id) else fit(user_id, 100)
+
+
+def slack_date(when: datetime) -> str:
+    """A date each reader sees in their own time zone; the fallback is UTC."""
+    if when.tzinfo is None:  # the core writes aware UTC; a naive one is taken as UTC too
+        when = when.replace(tzinfo=UTC)
+    fallback = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(when.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
+
+
+class SlackFormatter:
+    """The core's `Formatter` (bot/requests/wording.py) for mrkdwn."""
+
+    def text(self, literal: str) -> str:
+        return escape(literal)
+
+    def person(self, user_id: str) -> str:
+        return mention(user_id)
+
+    def moment(self, when: datetime) -> str:
+        return slack_date(when)
+
+
+SLACK = SlackFormatter()

@@ -35,6 +35,7 @@ from microsoft_teams.common import ClientOptions
 
 from adapters.server import TEAMS_PATH
 from adapters.settings import Settings
+from adapters.teams.connector import Connector
 from adapters.teams.conversations import Conversations
 from adapters.teams.http_adapter import (
     ActivityEvent,
@@ -44,10 +45,11 @@ from adapters.teams.http_adapter import (
     new_app,
 )
 from adapters.teams.invokes import Invokes
-from adapters.teams.surface import Connector, People, TeamsSurface
+from adapters.teams.surface import People, TeamsSurface
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
 from bot.access import AnswerPolicy
 from bot.records import RequestStore
+from bot.requests.router import Router
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,10 @@ class TeamsAdapter:
         tools: Mapping[str, HumanTool],
         config: TeamsConfig,
         cloud: CloudEnvironment | None = None,
+        router: Router | None = None,
     ) -> None:
+        """`router` decides every answer (one per service, shared by its surfaces); without
+        one, the adapter builds its own from the store, the bridge, the policy and the tools."""
         self.config = config
         self.http = AiohttpAdapter()
         # Explicit values only: with credentials, activities are always verified.
@@ -141,18 +146,14 @@ class TeamsAdapter:
             self.people,
             deciders=policy.approvers | policy.admins,
         )
-        bridge.add_observer(self.surface.observe)
+        bridge.attach(self.surface)
         self.conversations = Conversations(
             channel=channel, surface=self.surface, store=store, people=self.people
         )
-        self.invokes = Invokes(
-            surface=self.surface,
-            store=store,
-            policy=policy,
-            handler_for=bridge.handler_for,
-            tools=tools,
-            people=self.people,
+        self.router = router or Router(
+            store=store, handler_for=bridge.handler_for, policy=policy, tools=tools
         )
+        self.invokes = Invokes(surface=self.surface, router=self.router, people=self.people)
 
     async def start(self) -> None:
         """Initialize the SDK App (JWT validation, the messaging route); take its activities."""

@@ -1,45 +1,49 @@
 """`adaptiveCard/action` invokes: refreshes and answers, each answered with the card to show.
 
 Teams waits 5 s for the response (and retries twice), so an invoke does its work before it
-responds and nothing more: read the request from the store by the id the action carries,
-check who acts, settle (one conditional UPDATE) and render. The card update every other viewer
-sees is the surface's (an observer of the settle), not ours.
+responds and nothing more: the action is read into an `Interaction` and the core's router
+decides (who may answer, the answer, its validation, the settle, the audit of a refusal, the
+words of every notice); we draw its outcome. The card update every other viewer sees is the
+surface's (an observer of the settle), not ours.
 
 - `hitl_refresh` (automatic, for the users in `refresh.userIds`, or a manual click): the live
-  card for whoever may answer a pending request, the read-only one for anyone else.
-- An answer from someone who may not answer: the read-only card with a note, and an
-  `answer_refused` audit row. Invalid inputs: the live card with the errors shown. An answer
-  to a settled request (a double submit, an answer after expiry): the honest settled card.
+  card for whoever may answer a pending request, the read-only one for anyone else (told why,
+  when they clicked themselves).
+- Settled: the settled card. Refused: the honest card with the notice (read-only for someone
+  who may not answer). Invalid: the live card, the form open with the person's values and the
+  errors next to their fields. NeedsForm: the live card with that form open.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
-from adapters.teams.actions import (
-    ActionError,
-    CardAction,
-    Decline,
-    answer_from_action,
-    parse_action,
+from adapters.teams.actions import ActionError, CardAction, interaction, parse_action
+from adapters.teams.connector import CARD_CONTENT_TYPE
+from adapters.teams.inputs import Filled
+from adapters.teams.surface import CardRef, People, TeamsSurface
+from bot import RequestUpdate
+from bot.records import RequestRecord, RequestStatus
+from bot.requests import wording
+from bot.requests.kinds import Verb
+from bot.requests.router import (
+    Interaction,
+    Invalid,
+    NeedsForm,
+    Outcome,
+    Refusal,
+    Refused,
+    Router,
+    Settled,
 )
-from adapters.teams.cards import Verb
-from adapters.teams.surface import CARD_CONTENT_TYPE, SURFACE, CardRef, People, TeamsSurface
-from bot import AnswerInvalidError, HumanInputHandler, HumanTool, PendingInputStatus, RequestUpdate
-from bot.access import AnswerPolicy
-from bot.audit import record_refused_answer
-from bot.records import RequestRecord, RequestStore
-from bot.stored_requests import settled_record
+from bot.requests.wording import Phrase
 
 log = logging.getLogger(__name__)
 
-HandlerLookup = Callable[[str], HumanInputHandler | None]
 MESSAGE_CONTENT_TYPE = "application/vnd.microsoft.activity.message"
 ERROR_CONTENT_TYPE = "application/vnd.microsoft.error"
-SETTLE_WAIT = 2.0  # how long an answer that lost a race waits to learn who won (of Teams' 5 s)
 
 
 def card_response(card: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,29 +75,17 @@ def sender_of(activity: Mapping[str, Any]) -> tuple[str, str, str | None]:
 class Invokes:
     """Answers `adaptiveCard/action` invokes."""
 
-    def __init__(
-        self,
-        *,
-        surface: TeamsSurface,
-        store: RequestStore,
-        policy: AnswerPolicy,
-        handler_for: HandlerLookup,
-        tools: Mapping[str, HumanTool],
-        people: People,
-    ) -> None:
+    def __init__(self, *, surface: TeamsSurface, router: Router, people: People) -> None:
         self.surface = surface
-        self.store = store
-        self.policy = policy
-        self.handler_for = handler_for
-        self.tools = tools
+        self.router = router
         self.people = people
 
     async def on_action(self, activity: Mapping[str, Any]) -> dict[str, Any]:
         """The response body for one `adaptiveCard/action` invoke activity."""
-        user, user_id, name = sender_of(activity)
+        user, teams_user_id, name = sender_of(activity)
         if not user:
             return error_response("the invoke names no sender")
-        self.people.learn(user, user_id, name)
+        self.people.learn(user, teams_user_id, name)
         conversation = activity.get("conversation") or {}
         self.surface.remember(str(conversation.get("id") or ""), activity.get("serviceUrl"))
         try:
@@ -101,109 +93,63 @@ class Invokes:
         except ActionError as err:
             log.warning("ignored an adaptiveCard/action invoke: %s", err)
             return error_response(str(err))
-        record = await self.store.get_request(action.request_id)
+        record = await self.router.load(action.request_id)
         if record is None:
-            return message_response("This request is no longer known.")
-        if action.verb is Verb.REFRESH:
-            return self._refreshed(record, user, user_id, manual=action.trigger != "automatic")
-        return await self._answered(record, action, user, user_id)
-
-    def _may_answer(self, record: RequestRecord, user: str, user_id: str) -> bool:
-        """The actor, or an approver or admin (configured by AAD object id or Teams user id)."""
-        actor = record.actor_id
-        return self.policy.may_answer(user, actor) or (
-            bool(user_id) and self.policy.may_answer(user_id, actor)
+            return message_response(wording.UNKNOWN.plain)
+        if action.refresh:
+            return self._refreshed(record, action, user, teams_user_id)
+        control = next((c for c in self.router.controls(record) if c.verb is action.verb), None)
+        form = control.form if control is not None else None
+        person = interaction(
+            action, form, user_id=user, teams_user_id=teams_user_id, name=self.people.name(user)
         )
-
-    # -- refresh ----------------------------------------------------------------------------
+        return self._drawn(await self.router.handle(person), action, user)
 
     def _refreshed(
-        self, record: RequestRecord, user: str, user_id: str, *, manual: bool
+        self, record: RequestRecord, action: CardAction, user: str, teams_user_id: str
     ) -> dict[str, Any]:
-        pending = record.status is PendingInputStatus.PENDING
-        may_answer = self._may_answer(record, user, user_id)
-        note = self._not_yours(record) if pending and manual and not may_answer else None
-        return self._card(record, live=pending and may_answer, error=note)
+        pending = record.status is RequestStatus.PENDING
+        # Whether they may answer: a look, not an answer (the verb is not read).
+        look = Interaction(record.id, user, Verb.ANSWER, aliases=(teams_user_id,))
+        may_answer = self.router.may_answer(record, look)
+        told = pending and action.trigger == "manual" and not may_answer
+        notice = wording.not_yours(record) if told else None
+        return self._card(record, user, live=pending and may_answer, notice=notice)
 
-    # -- answers ----------------------------------------------------------------------------
+    def _drawn(self, outcome: Outcome, action: CardAction, user: str) -> dict[str, Any]:
+        if isinstance(outcome, Settled):
+            return self._card(outcome.record, user, live=False)
+        if isinstance(outcome, Invalid):
+            filled = Filled(values=action.data, errors=outcome.errors)
+            return self._card(outcome.record, user, live=True, open=action.verb, filled=filled)
+        if isinstance(outcome, NeedsForm):
+            return self._card(outcome.record, user, live=True, open=action.verb)
+        return self._refused(outcome, user)
 
-    async def _answered(
-        self, record: RequestRecord, action: CardAction, user: str, user_id: str
-    ) -> dict[str, Any]:
-        if record.status is not PendingInputStatus.PENDING:
-            return self._card(record, live=False, error=self._settled_notice(record))
-        if not self._may_answer(record, user, user_id):
-            await record_refused_answer(
-                self.store, record, user, SURFACE, name=self.people.name(user)
-            )
-            return self._card(record, live=False, error=self._not_yours(record))
-        tool = self.tools.get(record.tool_name)
-        try:
-            outcome = answer_from_action(action, record.arguments, tool)
-        except ActionError as err:
-            return self._card(record, live=True, error=f"That action does not fit ({err}).")
-        if outcome is None:  # the action only asks for the live card again
-            return self._card(record, live=True, values=action.inputs)
-        if isinstance(outcome, dict):  # inputs that do not validate: show what is wrong
-            return self._card(record, live=True, error=outcome, values=action.inputs)
-        handler = self.handler_for(record.channel_id)
-        if handler is None:
-            log.error("no handler for channel %s of request %s", record.channel_id, record.id)
-            return message_response("This request cannot be answered right now.")
-        try:
-            if isinstance(outcome, Decline):
-                won = await handler.decline(record.id, outcome.reason or "", by=user)
-            else:
-                won = await handler.answer(record.id, outcome, by=user)
-        except AnswerInvalidError as err:
-            return self._card(record, live=True, error=str(err), values=action.inputs)
-        latest = await settled_record(self.store, record.id, patience=SETTLE_WAIT)
-        if latest is None:
-            return message_response("This request is no longer known.")
-        return self._card(latest, live=False, error=None if won else self._settled_notice(latest))
-
-    # -- cards and notes --------------------------------------------------------------------
+    def _refused(self, outcome: Refused, user: str) -> dict[str, Any]:
+        if outcome.record is None:  # unknown by now
+            return message_response(outcome.notice.plain)
+        # Only someone who may answer, of a request still open, keeps the controls.
+        live = outcome.reason in (Refusal.UNFIT, Refusal.UNAVAILABLE)
+        return self._card(outcome.record, user, live=live, notice=outcome.notice)
 
     def _card(
         self,
         record: RequestRecord,
+        viewer: str,
         *,
         live: bool,
-        error: str | Mapping[str, str] | None = None,
-        values: Mapping[str, str] | None = None,
+        notice: Phrase | None = None,
+        open: Verb | None = None,
+        filled: Filled | None = None,
     ) -> dict[str, Any]:
-        update = RequestUpdate.of(record)
-        ref = CardRef.of(record)
-        card = self.surface.render(update, live=live, ref=ref, error=error, values=values)
+        card = self.surface.render(
+            RequestUpdate.of(record),
+            live=live,
+            ref=CardRef.of(record),
+            viewer=viewer,
+            notice=notice,
+            open=open,
+            filled=filled,
+        )
         return card_response(card)
-
-    def _name(self, aad_object_id: str | None, record: RequestRecord) -> str | None:
-        if aad_object_id is None:
-            return None
-        ref = CardRef.of(record)
-        fallback = ref.actor_name if ref and aad_object_id == record.actor_id else None
-        return self.people.name(aad_object_id) or fallback
-
-    def _not_yours(self, record: RequestRecord) -> str:
-        owner = self._name(record.actor_id, record) or "someone else"
-        return f"This request is for {owner}: only they, an approver or an admin can answer it."
-
-    def _settled_notice(self, record: RequestRecord) -> str:
-        """An honest note on an answer to a request that is no longer open."""
-        who = self._name(record.settled_by, record)
-        by = f" by {who}" if who else ""
-        when = f" at {_time(record.settled_at)}" if record.settled_at else ""
-        if record.status is PendingInputStatus.RESOLVED:
-            return f"This request was already answered{by}{when}."
-        if record.status is PendingInputStatus.REJECTED:
-            return f"This request was already rejected{by}{when}."
-        if record.status is PendingInputStatus.TIMED_OUT:
-            deadline = _time(record.expires_at) if record.expires_at else "its deadline"
-            return f"This request expired at {deadline}."
-        if record.status is PendingInputStatus.PENDING:  # another answer is being recorded
-            return "This request is being answered by someone else right now."
-        return "This request was withdrawn."
-
-
-def _time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -6,42 +6,31 @@ with an automatic `adaptiveCard/action` refresh (see invokes.py). Every transiti
 activity in place (PUT), so a settled request never keeps live controls.
 
 Updates of one request are shown in order (a lock per tool call); a failed Bot Connector call is
-retried (429 honouring Retry-After, 5xx and dropped connections, with backoff) and, if it still
-fails, logged as an error: never dropped silently.
+retried, and logged as an error if it never succeeds (connector.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx
-from microsoft_teams.api import ApiClient
-from microsoft_teams.api.activities.message import MessageActivityInput
-from microsoft_teams.api.models.attachment import Attachment
-
-from adapters.teams.cards import render_card
+from adapters.teams.cards import SURFACE, Drawing, render_card
+from adapters.teams.connector import Connector, card_activity, text_activity
+from adapters.teams.inputs import Filled
+from adapters.teams.text import MAX_REFRESH_USERS, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate
 from bot.records import RequestRecord, RequestStore
+from bot.requests.kinds import Verb
+from bot.requests.wording import Phrase
 from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-SURFACE = "teams"
 PREFIX = "teams:"
 THREAD_MARK = ";messageid="
-CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
-MAX_REFRESH_USERS = 60  # Teams refreshes automatically for at most 60 users
-TEXT_LIMIT = 20_000  # well inside Teams' ~28 KB limit for a whole message
-ATTEMPTS = 4
-MAX_RETRY_AFTER = 10.0  # seconds: wait no longer than this for a 429's Retry-After
 ENDINGS = frozenset({RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED,
                      RenderState.CANCELLED})  # fmt: skip
 
@@ -115,113 +104,6 @@ class People:
         return person.user_id if person and person.user_id else None
 
 
-# -- the Bot Connector --------------------------------------------------------------------------
-
-
-async def call_connector(
-    call: Callable[[], Awaitable[T]], what: str, *, idempotent: bool, attempts: int = ATTEMPTS
-) -> T | None:
-    """Run a Bot Connector call, retrying 429 (after Retry-After), 5xx and connection errors
-    with backoff; None (logged as an error) if it never succeeded.
-
-    A call that is not idempotent (a POST) is sent again only when it surely never arrived
-    (the connection was not made): a timed-out post may have landed, and a second would show
-    the message twice."""
-    for attempt in range(attempts):
-        delay = 0.2 * 2**attempt
-        try:
-            return await call()
-        except httpx.HTTPStatusError as err:
-            status = err.response.status_code
-            if (status != 429 and status < 500) or attempt == attempts - 1:
-                log.error("Bot Connector %s failed: HTTP %d %s", what, status, err.response.text)
-                return None
-            retry_after = _retry_after(err.response) if status == 429 else None
-            if retry_after is not None:
-                delay = retry_after
-        except httpx.TransportError as err:
-            unsent = isinstance(err, httpx.ConnectError | httpx.ConnectTimeout)
-            if attempt == attempts - 1 or not (idempotent or unsent):
-                log.error("Bot Connector %s failed: %r", what, err)
-                return None
-        except Exception:  # a token that could not be had, a response we cannot read
-            log.exception("Bot Connector %s failed", what)
-            return None
-        await asyncio.sleep(delay)
-    return None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Retry-After in seconds (a number or an HTTP date), capped; None if absent or bad."""
-    value = response.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-class Connector:
-    """Posts and updates activities through the SDK's ApiClient, one per `serviceUrl`."""
-
-    def __init__(self, client_for: Callable[[str], ApiClient]) -> None:
-        self._client_for = client_for
-        self._clients: dict[str, ApiClient] = {}
-
-    def client(self, service_url: str) -> ApiClient:
-        key = service_url.rstrip("/")
-        client = self._clients.get(key)
-        if client is None:
-            client = self._clients[key] = self._client_for(key)
-        return client
-
-    async def send(
-        self, service_url: str, conversation_id: str, activity: MessageActivityInput
-    ) -> str | None:
-        """POST /v3/conversations/{id}/activities; the new activity's id, or None."""
-        conversations = self.client(service_url).conversations
-        sent = await call_connector(
-            lambda: conversations.create_activity(conversation_id, activity),
-            "send activity",
-            idempotent=False,
-        )
-        return sent.id if sent is not None else None
-
-    async def update(
-        self,
-        service_url: str,
-        conversation_id: str,
-        activity_id: str,
-        activity: MessageActivityInput,
-    ) -> bool:
-        """PUT /v3/conversations/{id}/activities/{activityId}; whether it succeeded."""
-        conversations = self.client(service_url).conversations
-        updated = await call_connector(
-            lambda: conversations.update_activity(conversation_id, activity_id, activity),
-            "update activity",
-            idempotent=True,
-        )
-        return updated is not None
-
-
-def card_activity(card: Mapping[str, Any]) -> MessageActivityInput:
-    return MessageActivityInput(
-        attachments=[Attachment(content_type=CARD_CONTENT_TYPE, content=dict(card))]
-    )
-
-
-def text_activity(text: str) -> MessageActivityInput:
-    """The agent's words as plain text: the model cannot format a link to hide where it goes."""
-    if len(text) > TEXT_LIMIT:
-        text = text[: TEXT_LIMIT - 1] + "…"
-    return MessageActivityInput(text=text, text_format="plain")
-
-
 # -- where a card was posted --------------------------------------------------------------------
 
 
@@ -262,7 +144,10 @@ class CardRef:
 
 
 class TeamsSurface:
-    """Observer of the core's requests for rooms that are Teams conversations."""
+    """The core's surface (bot/surfaces.py) for rooms that are Teams conversations."""
+
+    name = SURFACE
+    room_prefix = PREFIX
 
     def __init__(
         self,
@@ -312,24 +197,39 @@ class TeamsSurface:
         *,
         live: bool,
         ref: CardRef | None = None,
-        error: str | Mapping[str, str] | None = None,
-        values: Mapping[str, str] | None = None,
+        viewer: str | None = None,
+        notice: Phrase | None = None,
+        open: Verb | None = None,
+        filled: Filled | None = None,
     ) -> dict[str, Any]:
-        """The card for `update`: live (inputs and buttons) or read-only. A pending request's
-        card keeps its refresh clause (its deciders get the live card), a settled one has none.
-        `error` and `values` (what the person entered) are shown on it, see `render_card`."""
+        """The card for `update`: live (with controls) or read-only. A pending request's card
+        keeps its refresh clause (its deciders get the live card), a settled one has none.
+        `viewer` is whom an invoke answers; `notice`, `open` and `filled` see `Drawing`."""
         pending = update.state is RenderState.EXECUTING
         user_ids = (ref.user_ids if ref else ()) or self.refresh_user_ids(update.actor_id)
-        return render_card(
-            update,
-            self.tools.get(update.tool_name),
-            live=live and pending,
-            refresh_user_ids=user_ids if pending else (),
-            actor_name=self.people.name(update.actor_id) or (ref.actor_name if ref else None),
-            answered_by_name=self.people.name(update.settled_by),
-            error=error,
-            values=values,
+
+        def name_of(user_id: str) -> str | None:
+            known = self.people.name(user_id)
+            if known is None and ref is not None and user_id == update.actor_id:
+                return ref.actor_name
+            return known
+
+        # A person field offers whom the card already names: the viewer and the actor.
+        people = tuple(
+            (user_id, name)
+            for user_id in dict.fromkeys((viewer, update.actor_id))
+            if user_id and (name := name_of(user_id))
         )
+        drawing = Drawing(
+            fmt=TeamsFormatter(name_of),
+            refresh_user_ids=user_ids if pending else (),
+            notice=notice,
+            open=open,
+            filled=filled or Filled(),
+            people=people,
+        )
+        tool = self.tools.get(update.tool_name)
+        return render_card(update, tool, live=live and pending, drawing=drawing)
 
     # -- the observer
 
@@ -389,7 +289,10 @@ class TeamsSurface:
 
     async def _stored_ref(self, update: RequestUpdate) -> CardRef | None:
         record = await posted_record(self.store, update.pending_id, SURFACE)
-        return CardRef.of(record) if record is not None else None
+        ref = CardRef.of(record) if record is not None else None
+        if ref is not None:  # after a restart, the stored card is how we reach its conversation
+            self.remember(ref.conversation_id, ref.service_url)
+        return ref
 
     async def _post(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef | None:
         service_url = self.service_url(room)
@@ -407,6 +310,20 @@ class TeamsSurface:
         return await self.connector.update(
             ref.service_url, ref.conversation_id, ref.activity_id, card_activity(card)
         )
+
+    async def say(self, room_id: str, text: str) -> None:
+        """The agent's words in a room of ours (a resumed run's: this process may not have
+        heard from the conversation yet, so its serviceUrl may come from a stored card)."""
+        room = parse_room(room_id)
+        if room is None:
+            return
+        if self.service_url(room) is None:
+            for record in await self.store.pending_in_room(room_id):
+                ref = CardRef.of(record)
+                if ref is not None:
+                    self.remember(ref.conversation_id, ref.service_url)
+                    break
+        await self.post_text(room, text)
 
     async def post_text(self, room: TeamsRoom, text: str) -> None:
         """Post the agent's words in the conversation (the reply chain, in a channel)."""

@@ -78,6 +78,8 @@ class RequestRow(Base):
         # A resumed run finds the request of its tool call; a thread reply, its room's open ones.
         Index("ix_requests_tool_call_id", "tool_call_id"),
         Index("ix_requests_room_id_status", "room_id", "status"),
+        # A worker's heartbeat finds the requests it holds that have proposals waiting.
+        Index("ix_requests_held_by", "held_by"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
@@ -99,6 +101,10 @@ class RequestRow(Base):
     message_refs: Mapped[dict[str, Any]] = mapped_column(
         JsonType, default=dict, server_default="{}"
     )
+    # The worker that decides this request's settle while it lives (bot/human_input/holding.py),
+    # cleared by the settle; and the proposal the settle applied, if it came from another worker.
+    held_by: Mapped[str | None] = mapped_column(String)
+    settled_proposal: Mapped[str | None] = mapped_column(String)
 
 
 class TransitionRow(Base):
@@ -164,6 +170,31 @@ class RunRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     active: Mapped[bool]
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class HolderRow(Base):
+    """A worker holding requests, alive while it renews `alive_until` (its heartbeat)."""
+
+    __tablename__ = "holders"
+
+    worker_id: Mapped[str] = mapped_column(String, primary_key=True)
+    alive_until: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ProposalRow(Base):
+    """A settle handed by a worker to the worker holding the request, which decides it."""
+
+    __tablename__ = "proposals"
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    request_id: Mapped[str] = mapped_column(
+        ForeignKey("requests.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String)
+    result: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    by: Mapped[str | None] = mapped_column(String)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 metadata = Base.metadata

@@ -2,7 +2,8 @@
 
 Every public method is one transaction. A settle is a single compare-and-set UPDATE; its
 transition and audit rows are written in the same transaction only when it won, so exactly one
-settle of a request ever leaves a trace, whichever process or task raced for it.
+settle of a request ever leaves a trace, whichever process or task raced for it. The SQL lives
+beside its tables: request_rows.py, holds.py, run_rows.py and journal.py; this module runs it.
 
 Throughput notes: statements are built once at import (building and cache-keying a statement per
 call cost more than running it), and each transaction body runs as one synchronous function via
@@ -17,185 +18,33 @@ import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import (
-    Connection,
-    Executable,
-    Row,
-    Table,
-    bindparam,
-    delete,
-    func,
-    insert,
-    select,
-    update,
-)
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.records import AuditEntry, RequestRecord, RequestStatus, RunRecord, Settlement
+from bot.records import (
+    AuditEntry,
+    Decision,
+    RequestRecord,
+    RequestStatus,
+    RunRecord,
+    Settlement,
+    StoreClosedError,
+)
+from bot.store import holds, journal, request_rows, run_rows
 from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
 from bot.store.migrate import head_revision
-from bot.store.schema import (
-    AuditRow,
-    ClaimRow,
-    RequestRow,
-    RunRow,
-    TranscriptRow,
-    TransitionRow,
-)
+from bot.store.request_rows import SETTLED_CHANNEL, record_of
+from bot.store.tables import count, every, execute, first
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_PENDING = RequestStatus.PENDING.value
-
-# A claim only has to outlive redeliveries of its event (Slack retries within minutes); older
-# claims are deleted every CLAIM_PRUNE_EVERY claims so the table stays small.
-CLAIM_RETENTION = timedelta(days=1)
-CLAIM_PRUNE_EVERY = 1000
-
-_requests = cast(Table, RequestRow.__table__)
-_transitions = cast(Table, TransitionRow.__table__)
-_audit = cast(Table, AuditRow.__table__)
-_transcripts = cast(Table, TranscriptRow.__table__)
-_claims = cast(Table, ClaimRow.__table__)
-_runs = cast(Table, RunRow.__table__)
-
-SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
-
-_INSERT_REQUEST = insert(_requests)
-_INSERT_TRANSITION = insert(_transitions)
-_INSERT_AUDIT = insert(_audit)
-# The compare-and-set: only a request still pending matches, so only one settle can win.
-_SETTLE = (
-    update(_requests)
-    .where(_requests.c.id == bindparam("request_id"), _requests.c.status == _PENDING)
-    .values(
-        status=bindparam("new_status"),
-        result=bindparam("new_result"),
-        reason=bindparam("new_reason"),
-        settled_by=bindparam("new_by"),
-        settled_at=bindparam("new_at"),
-    )
-)
-_GET_REQUEST = select(_requests).where(_requests.c.id == bindparam("request_id"))
-_LIST_PENDING = (
-    select(_requests)
-    .where(_requests.c.status == _PENDING)
-    .order_by(_requests.c.created_at, _requests.c.id)
-)
-# Both deadline queries are range scans of ix_requests_status_expires_at.
-_DUE = (
-    select(_requests)
-    .where(_requests.c.status == _PENDING, _requests.c.expires_at <= bindparam("now"))
-    .order_by(_requests.c.expires_at)
-    .limit(bindparam("limit"))
-)
-_NEXT_DEADLINE = (
-    select(_requests.c.expires_at)
-    .where(_requests.c.status == _PENDING, _requests.c.expires_at.is_not(None))
-    .order_by(_requests.c.expires_at)
-    .limit(1)
-)
-# FOR UPDATE (PostgreSQL) and BEGIN IMMEDIATE (SQLite) keep two surfaces that post at once
-# from overwriting each other's reference.
-_LOCK_MESSAGE_REFS = (
-    select(_requests.c.message_refs)
-    .where(_requests.c.id == bindparam("request_id"))
-    .with_for_update()
-)
-_SET_MESSAGE_REFS = (
-    update(_requests)
-    .where(_requests.c.id == bindparam("request_id"))
-    .values(message_refs=bindparam("refs"))
-)
-_LOAD_TRANSCRIPT = select(_transcripts.c.messages).where(
-    _transcripts.c.room_id == bindparam("room_id"),
-    _transcripts.c.channel_id == bindparam("channel_id"),
-)
-_PRUNE_CLAIMS = delete(_claims).where(_claims.c.claimed_at < bindparam("before"))
-_FOR_TOOL_CALL = (
-    select(_requests)
-    .where(_requests.c.tool_call_id == bindparam("tool_call_id"))
-    .order_by(_requests.c.created_at.desc())
-    .limit(1)
-)
-_PENDING_IN_ROOM = (
-    select(_requests)
-    .where(_requests.c.room_id == bindparam("room_id"), _requests.c.status == _PENDING)
-    .order_by(_requests.c.created_at)
-)
-_NOTIFY_SETTLED = select(func.pg_notify(bindparam("channel"), bindparam("id")))
-_RUN_KEY = (
-    _runs.c.room_id == bindparam("b_room"),
-    _runs.c.channel_id == bindparam("b_channel"),
-)
-# Taking a run is a compare-and-set too: idle, already ours, or its holder's lease lapsed.
-_TAKE_RUN = (
-    update(_runs)
-    .where(
-        *_RUN_KEY,
-        (_runs.c.active.is_(False))
-        | (_runs.c.owner == bindparam("b_owner"))
-        | (_runs.c.lease_until < bindparam("b_now")),
-    )
-    .values(
-        owner=bindparam("b_owner"),
-        actor_id=bindparam("b_actor"),
-        lease_until=bindparam("b_lease"),
-        active=True,
-        updated_at=bindparam("b_now"),
-    )
-)
-_RENEW_RUNS = (
-    update(_runs)
-    .where(_runs.c.owner == bindparam("b_owner"), _runs.c.active.is_(True))
-    .values(lease_until=bindparam("b_lease"))
-)
-_FINISH_RUN = (
-    update(_runs)
-    .where(*_RUN_KEY, _runs.c.owner == bindparam("b_owner"))
-    .values(active=False, owner=None, lease_until=None, updated_at=bindparam("b_now"))
-)
-_RELEASE_RUNS = (
-    update(_runs)
-    .where(_runs.c.owner == bindparam("b_owner"), _runs.c.active.is_(True))
-    .values(lease_until=bindparam("b_now"))
-)
-_ORPHANED_RUNS = (
-    select(_runs)
-    .where(_runs.c.active.is_(True), _runs.c.lease_until < bindparam("now"))
-    .order_by(_runs.c.lease_until)
-    .limit(bindparam("limit"))
-)
-
-
-def _upserts(dialect: str) -> tuple[Executable, Executable]:
-    """The transcript upsert and the claim insert: ON CONFLICT, spelled per dialect."""
-    dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    transcript = dialect_insert(_transcripts)
-    save_transcript = transcript.on_conflict_do_update(
-        index_elements=[_transcripts.c.room_id, _transcripts.c.channel_id],
-        set_={
-            "messages": transcript.excluded.messages,
-            "updated_at": transcript.excluded.updated_at,
-        },
-    )
-    claim = dialect_insert(_claims).on_conflict_do_nothing(index_elements=[_claims.c.key])
-    return save_transcript, claim
-
-
-def _new_run(dialect: str) -> Executable:
-    """Insert a room's first run, or nothing if the room already has a row."""
-    dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    keys = [_runs.c.room_id, _runs.c.channel_id]
-    statement: Executable = dialect_insert(_runs).on_conflict_do_nothing(index_elements=keys)
-    return statement
+__all__ = ["SETTLED_CHANNEL", "SqlStore"]
 
 
 class SqlStore:
@@ -209,13 +58,17 @@ class SqlStore:
         # also queues this process's writers, which SQLite would serialise anyway.
         self._thread: ThreadPoolExecutor | None = None
         self._thread_engine: Engine | None = None
-        if engine.dialect.name == "sqlite":
+        dialect = engine.dialect.name
+        if dialect == "sqlite":
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
             self._thread_engine = create_sqlite_thread_engine(engine.url, connect_args)
-        self._save_transcript, self._claim = _upserts(engine.dialect.name)
-        self._new_run = _new_run(engine.dialect.name)
-        self._notify = engine.dialect.name == "postgresql"
+        self._save_transcript, self._claim = journal.upserts(dialect)
+        self._new_run = run_rows.new_run(dialect)
+        self._heartbeat = holds.heartbeat_upsert(dialect)
+        self._notify = dialect == "postgresql"
         self._claims = 0
+        self._beats = 0
+        self._closed = False
         self._in_flight: set[asyncio.Task[Any]] = set()
 
     @classmethod
@@ -238,50 +91,92 @@ class SqlStore:
         """The engine whose connections run the store's statements (to instrument them)."""
         return self._thread_engine or self._engine.sync_engine
 
-    async def create_request(self, record: RequestRecord) -> None:
-        """Insert the request with its `created` transition and audit rows."""
-        await self._write(_create, record)
+    # -- requests ---------------------------------------------------------------------------
+
+    async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None:
+        """Insert the request with its `created` transition and audit rows; `holder` is the
+        worker deciding its settles (bot/human_input/holding.py), if any."""
+        await self._write(request_rows.create, record, holder)
 
     async def settle(self, settlement: Settlement) -> bool:
-        """Compare-and-set pending -> `settlement.status`; True only for the one settle that won."""
+        """Compare-and-set pending -> `settlement.status`; True only for the one settle that won.
+        A request held by a live worker other than `settlement.worker` does not match."""
         if settlement.status is RequestStatus.PENDING:
             raise ValueError("a settle must leave 'pending'")
-        return await self._write(_settle, settlement, self._notify)
+        return await self._write(request_rows.settle, settlement, self._notify, datetime.now(UTC))
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
-        row = await self._read(_first, _GET_REQUEST, {"request_id": request_id})
-        return None if row is None else _record(row)
+        row = await self._read(first, request_rows.GET_REQUEST, {"request_id": request_id})
+        return None if row is None else record_of(row)
 
     async def list_pending(self) -> list[RequestRecord]:
         """Pending requests, oldest first."""
-        return [_record(row) for row in await self._read(_all, _LIST_PENDING, {})]
+        return [record_of(row) for row in await self._read(every, request_rows.LIST_PENDING, {})]
 
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
         """Pending requests whose `expires_at` is at or before `now`, earliest first."""
-        rows = await self._read(_all, _DUE, {"now": now, "limit": limit})
-        return [_record(row) for row in rows]
+        rows = await self._read(every, request_rows.DUE, {"now": now, "limit": limit})
+        return [record_of(row) for row in rows]
 
     async def next_deadline(self) -> datetime | None:
         """The earliest `expires_at` among pending requests: the first entry of an index range."""
-        row = await self._read(_first, _NEXT_DEADLINE, {})
+        row = await self._read(first, request_rows.NEXT_DEADLINE, {})
         return None if row is None else cast(datetime, row.expires_at)
 
     async def set_message_ref(self, request_id: str, surface: str, ref: dict[str, Any]) -> None:
         """Record where `surface` posted the request; raises KeyError for an unknown request."""
-        await self._write(_set_message_ref, request_id, surface, ref)
+        await self._write(request_rows.set_message_ref, request_id, surface, ref)
+
+    async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
+        row = await self._read(first, request_rows.FOR_TOOL_CALL, {"tool_call_id": tool_call_id})
+        return None if row is None else record_of(row)
+
+    async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
+        rows = await self._read(every, request_rows.PENDING_IN_ROOM, {"room_id": room_id})
+        return [record_of(row) for row in rows]
+
+    # -- holds and proposals (bot/human_input/holding.py) ------------------------------------
+
+    async def propose(self, settlement: Settlement) -> bool | None:
+        """Settle, or hand the settle to the live worker holding the request (None)."""
+        if settlement.proposal is None:
+            raise ValueError("a proposal needs an id")
+        return await self._write(holds.propose, settlement, self._notify, datetime.now(UTC))
+
+    async def decision(self, settlement: Settlement) -> Decision:
+        return await self._write(holds.decision, settlement, datetime.now(UTC))
+
+    async def proposals(self, request_id: str) -> list[Settlement] | None:
+        return await self._read(holds.waiting_proposals, request_id)
+
+    async def hold(self, request_id: str, worker: str) -> bool:
+        return await self._write(holds.hold, request_id, worker, datetime.now(UTC))
+
+    async def unhold(self, request_id: str, worker: str) -> None:
+        await self._write(execute, holds.UNHOLD, {"request_id": request_id, "worker": worker})
+
+    async def beat(self, worker: str, alive_until: datetime) -> list[str]:
+        """Refresh `worker`'s heartbeat; its held pending requests with proposals waiting."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        self._beats += 1
+        prune = None
+        if self._beats % holds.PRUNE_EVERY == 0:
+            prune = datetime.now(UTC) - holds.HOLDER_RETENTION
+        return await self._write(holds.beat, self._heartbeat, worker, alive_until, prune)
+
+    # -- audit, transcripts, claims -----------------------------------------------------------
 
     async def append_audit(self, entry: AuditEntry) -> None:
         """Append one audit line; the database assigns its id (`entry.id` is ignored)."""
-        await self._write(_execute, _INSERT_AUDIT, _audit_values(entry))
+        await self._write(execute, journal.INSERT_AUDIT, journal.audit_values(entry))
 
     async def list_audit(
         self, *, request_id: str | None = None, limit: int = 100
     ) -> list[AuditEntry]:
         """The latest `limit` audit lines (of one request, if given), newest first."""
-        query = select(_audit).order_by(_audit.c.id.desc()).limit(limit)
-        if request_id is not None:
-            query = query.where(_audit.c.request_id == request_id)
-        return [_audit_entry(row) for row in await self._read(_all, query, {})]
+        rows = await self._read(every, journal.list_audit_query(request_id, limit), {})
+        return [journal.audit_entry(row) for row in rows]
 
     async def save_transcript(
         self, room_id: str, channel_id: str, messages: list[dict[str, Any]]
@@ -293,27 +188,21 @@ class SqlStore:
             "messages": messages,
             "updated_at": datetime.now(UTC),
         }
-        await self._write(_execute, self._save_transcript, values)
+        await self._write(execute, self._save_transcript, values)
 
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]:
         """The saved transcript of one room, or [] if none was saved."""
         key = {"room_id": room_id, "channel_id": channel_id}
-        row = await self._read(_first, _LOAD_TRANSCRIPT, key)
+        row = await self._read(first, journal.LOAD_TRANSCRIPT, key)
         return [] if row is None else cast(list[dict[str, Any]], row.messages)
 
     async def claim_once(self, key: str) -> bool:
         """True for the first caller of `key` across every worker sharing this database."""
         self._claims += 1
-        prune = self._claims % CLAIM_PRUNE_EVERY == 0
-        return await self._write(_claim, self._claim, key, datetime.now(UTC), prune)
+        prune = self._claims % journal.CLAIM_PRUNE_EVERY == 0
+        return await self._write(journal.claim, self._claim, key, datetime.now(UTC), prune)
 
-    async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
-        row = await self._read(_first, _FOR_TOOL_CALL, {"tool_call_id": tool_call_id})
-        return None if row is None else _record(row)
-
-    async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
-        rows = await self._read(_all, _PENDING_IN_ROOM, {"room_id": room_id})
-        return [_record(row) for row in rows]
+    # -- runs ---------------------------------------------------------------------------------
 
     async def claim_run(
         self, room_id: str, channel_id: str, owner: str, actor_id: str | None, lease_until: datetime
@@ -328,22 +217,24 @@ class SqlStore:
             "active": True,
             "updated_at": datetime.now(UTC),
         }
-        return await self._write(_take_run, self._new_run, run)
+        return await self._write(run_rows.take_run, self._new_run, run)
 
     async def renew_runs(self, owner: str, lease_until: datetime) -> int:
         values = {"b_owner": owner, "b_lease": lease_until}
-        return await self._write(_count, _RENEW_RUNS, values)
+        return await self._write(count, run_rows.RENEW_RUNS, values)
 
     async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
         values = {"b_room": room_id, "b_channel": channel_id, "b_owner": owner}
-        await self._write(_execute, _FINISH_RUN, {**values, "b_now": datetime.now(UTC)})
+        await self._write(execute, run_rows.FINISH_RUN, {**values, "b_now": datetime.now(UTC)})
 
     async def release_runs(self, owner: str, now: datetime) -> int:
-        return await self._write(_count, _RELEASE_RUNS, {"b_owner": owner, "b_now": now})
+        return await self._write(count, run_rows.RELEASE_RUNS, {"b_owner": owner, "b_now": now})
 
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
-        rows = await self._read(_all, _ORPHANED_RUNS, {"now": now, "limit": limit})
-        return [_run(row) for row in rows]
+        rows = await self._read(every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit})
+        return [run_rows.run_of(row) for row in rows]
+
+    # -- notifications, schema, lifetime ------------------------------------------------------
 
     async def listen_settled(
         self, callback: Callable[[str], None]
@@ -378,6 +269,7 @@ class SqlStore:
 
     async def close(self) -> None:
         """Let calls in flight finish (their callers may be gone), then close the pool."""
+        self._closed = True
         while self._in_flight:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
         if self._thread is not None and self._thread_engine is not None:
@@ -387,6 +279,8 @@ class SqlStore:
             self._thread.shutdown(wait=True)
             self._thread = None
         await self._engine.dispose()
+
+    # -- transactions -------------------------------------------------------------------------
 
     async def _write(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -452,212 +346,9 @@ def _in_transaction(
         return body(conn, *args, **kwargs)
 
 
-def _create(conn: Connection, record: RequestRecord) -> None:
-    conn.execute(_INSERT_REQUEST, _row_values(record))
-    conn.execute(_INSERT_TRANSITION, _created_transition(record))
-    conn.execute(_INSERT_AUDIT, _created_audit(record))
-
-
-def _settle(conn: Connection, settlement: Settlement, notify: bool) -> bool:
-    won = conn.execute(_SETTLE, _settle_values(settlement))
-    if won.rowcount != 1:
-        return False
-    conn.execute(_INSERT_TRANSITION, _settle_transition(settlement))
-    conn.execute(_INSERT_AUDIT, _settle_audit(settlement))
-    if notify:  # delivered at commit, to every worker listening: the waiter may be elsewhere
-        conn.execute(_NOTIFY_SETTLED, {"channel": SETTLED_CHANNEL, "id": settlement.request_id})
-    return True
-
-
-def _take_run(conn: Connection, new_run: Executable, run: dict[str, Any]) -> bool:
-    if conn.execute(new_run, run).rowcount:
-        return True
-    binds = {
-        "b_room": run["room_id"],
-        "b_channel": run["channel_id"],
-        "b_owner": run["owner"],
-        "b_actor": run["actor_id"],
-        "b_lease": run["lease_until"],
-        "b_now": run["updated_at"],
-    }
-    return bool(conn.execute(_TAKE_RUN, binds).rowcount)
-
-
-def _set_message_ref(conn: Connection, request_id: str, surface: str, ref: dict[str, Any]) -> None:
-    refs = conn.execute(_LOCK_MESSAGE_REFS, {"request_id": request_id}).scalar()
-    if refs is None:
-        raise KeyError(request_id)
-    conn.execute(_SET_MESSAGE_REFS, {"request_id": request_id, "refs": {**refs, surface: ref}})
-
-
-def _claim(conn: Connection, statement: Executable, key: str, now: datetime, prune: bool) -> bool:
-    if conn.execute(statement, {"key": key, "claimed_at": now}).rowcount != 1:
-        return False
-    if prune:
-        conn.execute(_PRUNE_CLAIMS, {"before": now - CLAIM_RETENTION})
-    return True
-
-
-def _execute(conn: Connection, statement: Executable, values: dict[str, Any]) -> None:
-    conn.execute(statement, values)
-
-
-def _count(conn: Connection, statement: Executable, values: dict[str, Any]) -> int:
-    return int(conn.execute(statement, values).rowcount)
-
-
 async def _nothing_to_stop() -> None:
     return None
 
 
-def _run(row: Row[Any]) -> RunRecord:
-    return RunRecord(
-        room_id=row.room_id,
-        channel_id=row.channel_id,
-        actor_id=row.actor_id,
-        owner=row.owner,
-        lease_until=row.lease_until,
-        active=bool(row.active),
-    )
-
-
-def _first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:
-    return conn.execute(query, values).first()
-
-
-def _all(conn: Connection, query: Executable, values: dict[str, Any]) -> list[Row[Any]]:
-    return list(conn.execute(query, values))
-
-
 def _revision_of(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
-
-
-def _row_values(record: RequestRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "tool_name": record.tool_name,
-        "arguments": record.arguments,
-        "room_id": record.room_id,
-        "tool_call_id": record.tool_call_id,
-        "channel_id": record.channel_id,
-        "channel_type": record.channel_type,
-        "actor_id": record.actor_id,
-        "detached": record.detached,
-        "status": record.status.value,
-        "result": record.result,
-        "reason": record.reason,
-        "settled_by": record.settled_by,
-        "settled_at": record.settled_at,
-        "created_at": record.created_at,
-        "expires_at": record.expires_at,
-        "message_refs": record.message_refs,
-    }
-
-
-def _created_transition(record: RequestRecord) -> dict[str, Any]:
-    return {
-        "request_id": record.id,
-        "from_status": None,
-        "to_status": record.status.value,
-        "at": record.created_at,
-        "by": record.actor_id,
-        "detail": {},
-    }
-
-
-def _created_audit(record: RequestRecord) -> dict[str, Any]:
-    return {
-        "at": record.created_at,
-        "action": "request.created",
-        "request_id": record.id,
-        "actor_id": record.actor_id,
-        "detail": {
-            "tool_name": record.tool_name,
-            "room_id": record.room_id,
-            "channel_id": record.channel_id,
-            "channel_type": record.channel_type,
-            "detached": record.detached,
-        },
-    }
-
-
-def _settle_values(settlement: Settlement) -> dict[str, Any]:
-    return {
-        "request_id": settlement.request_id,
-        "new_status": settlement.status.value,
-        "new_result": settlement.result,
-        "new_reason": settlement.reason,
-        "new_by": settlement.by,
-        "new_at": settlement.at,
-    }
-
-
-def _settle_transition(settlement: Settlement) -> dict[str, Any]:
-    detail = {} if settlement.reason is None else {"reason": settlement.reason}
-    return {
-        "request_id": settlement.request_id,
-        "from_status": _PENDING,
-        "to_status": settlement.status.value,
-        "at": settlement.at,
-        "by": settlement.by,
-        "detail": detail,
-    }
-
-
-def _settle_audit(settlement: Settlement) -> dict[str, Any]:
-    detail = {
-        key: value
-        for key, value in (("result", settlement.result), ("reason", settlement.reason))
-        if value is not None
-    }
-    return {
-        "at": settlement.at,
-        "action": f"request.{settlement.status.value}",
-        "request_id": settlement.request_id,
-        "actor_id": settlement.by,
-        "detail": detail,
-    }
-
-
-def _audit_values(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "at": entry.at,
-        "action": entry.action,
-        "request_id": entry.request_id,
-        "actor_id": entry.actor_id,
-        "detail": entry.detail,
-    }
-
-
-def _record(row: Row[Any]) -> RequestRecord:
-    return RequestRecord(
-        id=row.id,
-        tool_name=row.tool_name,
-        arguments=row.arguments,
-        room_id=row.room_id,
-        tool_call_id=row.tool_call_id,
-        channel_id=row.channel_id,
-        channel_type=row.channel_type,
-        actor_id=row.actor_id,
-        detached=row.detached,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-        status=RequestStatus(row.status),
-        result=row.result,
-        reason=row.reason,
-        settled_by=row.settled_by,
-        settled_at=row.settled_at,
-        message_refs=row.message_refs or {},
-    )
-
-
-def _audit_entry(row: Row[Any]) -> AuditEntry:
-    return AuditEntry(
-        action=row.action,
-        at=row.at,
-        request_id=row.request_id,
-        actor_id=row.actor_id,
-        detail=row.detail or {},
-        id=row.id,
-    )

@@ -122,12 +122,13 @@ StartBoth = Callable[..., Awaitable[Both]]
 async def start_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[StartBoth]:
     """`await start_both(HITL_TIMEOUT_SECONDS=0.3, ...)`: the service, Slack and Teams enabled,
     mirroring Slack threads' requests to the Teams channel."""
+    block_kit = slack.block_kit_schemas()  # before HITL_CONFORMANCE_DIR is cleared
     for name in list(os.environ):
         if name.startswith(("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")) or name in SDK_VARIABLES:
             monkeypatch.delenv(name)
     monkeypatch.setenv("HITL_TEAMS_SCHEMA_DIR", str(teams.SCHEMAS))
-    if slack.HAVE_SCHEMAS:
-        monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(slack.SCHEMAS))
+    if block_kit is not None:
+        monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(block_kit))
     async with AsyncExitStack() as stack:
 
         async def start(**overrides: Any) -> Both:
@@ -231,7 +232,7 @@ async def start_turn(both: Both) -> tuple[slack.Thread, JSON, str, JSON]:
     # Slack: "Preparing request…" edited into the request, with Approve/Reject for Alice.
     versions = both.fake_slack.edits(slack.CHANNEL, message["ts"])
     assert "Preparing request…" in versions[0]["text"] and versions[1] == message
-    assert slack.action_ids(message) == ["hitl_approve", "hitl_reject"]
+    assert slack.action_ids(message) == ["hitl_approve", "hitl_decline"]
     assert f"<@{SLACK_ALICE}>" in message["text"]
     # Teams: the same two steps, posted proactively in the channel (the serviceUrl remembered).
     chat = both.chat
@@ -333,10 +334,10 @@ async def test_approved_in_teams_by_an_admin_is_updated_in_slack_too(both: Both)
     # adaptiveCard/action invoke) and shows the live card it is answered with.
     refreshed = await chat.invoke("hitl_refresh", request_id, user=TEAMS_ADMIN, trigger="automatic")
     live = refreshed.card
-    assert teams.verbs(live) == ["hitl_approve", "hitl_reject"]
+    assert teams.verbs(live) == ["hitl_approve", "hitl_decline"]
     assert teams.request_id_of(live) == request_id
-    # They click Approve (Teams merges the card's inputs into the action's data).
-    reply = await chat.invoke("hitl_approve", request_id, user=TEAMS_ADMIN, inputs={"reason": ""})
+    # They click Approve.
+    reply = await chat.invoke("hitl_approve", request_id, user=TEAMS_ADMIN)
 
     answered = reply.card  # the invoke's response: the settled card
     assert not teams.is_live(answered) and "refresh" not in answered

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import open_store
 
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -68,11 +71,37 @@ def test_serve_names_the_missing_settings(
     assert "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("key", [None, ""], ids=["unset", "empty"])
+def test_serve_without_a_model_refuses_in_one_line(
+    database: str, tmp_path: Path, key: str | None
+) -> None:
+    """No ANTHROPIC_API_KEY: `serve` (the real command, in a process of its own) refuses to
+    start rather than run the scripted demo model for a workspace by accident."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CLEAN)}
+    env |= {"HITL_DATABASE_URL": database, "HITL_PORT": "0", "PYTHONPATH": str(ROOT),
+            "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "secret"}  # fmt: skip
+    if key is not None:
+        env["ANTHROPIC_API_KEY"] = key
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "serve"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line == (
+        "hitl-bridge: hitl-bridge serve needs ANTHROPIC_API_KEY to be set "
+        "(or HITL_MODEL=scripted for the scripted demo model)"
+    )
+
+
 def test_serve_refuses_a_database_behind_its_migrations(
     database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
+    monkeypatch.setenv("HITL_MODEL", "scripted")
     assert main(["serve"]) == 2  # never migrated
     assert "hitl-bridge db upgrade" in capsys.readouterr().err
     assert main(["db", "upgrade"]) == 0

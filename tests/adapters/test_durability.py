@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from bot.records import RequestStatus
+from tests.adapters.teams import conftest as teams
 from tests.adapters.workers import (
     ALICE,
     CHANNEL,
@@ -33,6 +35,7 @@ from tests.adapters.workers import (
     WAIT,
     Cluster,
     Thread,
+    Worker,
     cluster,
     eventually,
     has_actions,
@@ -41,6 +44,7 @@ from tests.adapters.workers import (
     tool_results_for,
 )
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
+from tests.fakes.bot_connector import cards_of
 from tests.fakes.slack_signing import event_callback, message_event
 
 FINAL = "All done, thanks."
@@ -411,3 +415,122 @@ async def test_sqlite_kill_while_the_final_reply_is_being_posted(sqlite: Cluster
     assert json.loads(result["content"]) == {"approved": True}
     assert len(c.model.requests) == 2  # the model was not asked again: its answer was saved
     await only_settle(c, record.id, RequestStatus.RESOLVED)
+
+
+# -- Teams: a run resumed after a restart speaks in its conversation ------------------------------
+
+
+@dataclass
+class TeamsChat:
+    """A Teams personal chat with the bot, served by the cluster's workers."""
+
+    cluster: Cluster
+    conversation_id: str = teams.PERSONAL
+
+    @property
+    def room_id(self) -> str:
+        return f"teams:{self.conversation_id}"
+
+    def cards(self, activity_id: str) -> list[dict[str, Any]]:
+        """Every card an activity showed, oldest first."""
+        versions = self.cluster.connector.versions(self.conversation_id, activity_id)
+        return [card for version in versions for card in cards_of(version)]
+
+    def texts(self) -> list[str]:
+        """The bot's plain replies, oldest first."""
+        activities = self.cluster.connector.activities(self.conversation_id)
+        return [a["text"] for a in activities if not cards_of(a) and a.get("text")]
+
+    async def say(self, worker: Worker, text: str) -> None:
+        url = self.cluster.connector.service_url
+        await self.cluster.post_activity(worker, teams.message_activity(url, text))
+
+    async def posted(self) -> tuple[str, str]:
+        """(activity id, request id) of the request card once it is live (it has a refresh
+        clause) and recorded in the store (what another worker needs to update it)."""
+
+        def live() -> tuple[str, str] | None:
+            for activity in self.cluster.connector.activities(self.conversation_id):
+                for card in self.cards(activity["id"]):
+                    if card.get("refresh"):
+                        return activity["id"], teams.request_id_of(card)
+            return None
+
+        found = await self.cluster.connector.wait_for(live, WAIT)
+        assert found is not None
+        activity_id, request_id = found
+
+        async def recorded() -> bool:
+            record = await self.cluster.store.get_request(request_id)
+            return record is not None and "teams" in record.message_refs
+
+        await eventually(recorded, f"the card of {request_id} recorded")
+        return activity_id, request_id
+
+    async def invoke(self, worker: Worker, verb: str, request_id: str) -> dict[str, Any]:
+        activity = teams.invoke_activity(self.cluster.connector.service_url, verb, request_id)
+        body: dict[str, Any] = await self.cluster.post_activity(worker, activity)
+        return body
+
+    async def settled(self, activity_id: str, marker: str) -> dict[str, Any]:
+        """The card once updated to a state without a refresh clause that says `marker`."""
+
+        def done() -> dict[str, Any]:
+            card = self.cards(activity_id)[-1]
+            return {} if card.get("refresh") or marker not in json.dumps(card) else card
+
+        return await self.cluster.connector.wait_for(done, WAIT)
+
+    async def reply(self, text: str) -> None:
+        await self.cluster.connector.wait_for(lambda: text in self.texts(), WAIT)
+
+
+TEAMS = {"HITL_TEAMS_ALLOW_UNAUTHENTICATED": 1}
+
+
+@pytest.fixture
+def teams_cards_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FakeBotConnector checks every card against the Adaptive Card 1.5 schema."""
+    monkeypatch.setenv("HITL_TEAMS_SCHEMA_DIR", str(teams.SCHEMAS))
+
+
+@pytest.mark.usefixtures("teams_cards_checked")
+@pytest.mark.parametrize("ending", ["approved", "expired"])
+async def test_teams_run_resumed_after_a_kill_posts_its_reply(sqlite: Cluster, ending: str) -> None:
+    """Teams' side of the restart: the card is updated and the resumed run's words reach the
+    conversation, whether a click tells the new worker where the conversation is or nothing
+    from Teams reaches it at all (an expiry: it finds the way from the stored card)."""
+    c = sqlite
+    c.model.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_t1"), reply_text(FINAL))
+    timeout = 3 if ending == "expired" else 60
+    first = await c.start_worker("one", HITL_TIMEOUT_SECONDS=timeout, **TEAMS)
+    chat = TeamsChat(c)
+    await chat.say(first, "deploy v2")
+    activity_id, request_id = await chat.posted()
+    await c.kill(first)
+
+    second = await c.start_worker("two", **TEAMS)
+    if ending == "approved":
+        await eventually(lambda: c.owned_by(chat.room_id, second), "the run adopted")
+        reply = await chat.invoke(second, "hitl_approve", request_id)
+        assert reply["statusCode"] == 200 and "Answered by" in json.dumps(reply["value"])
+        settled = await chat.settled(activity_id, "Answered by")
+    else:
+        settled = await chat.settled(activity_id, "Expired")
+    assert not teams.is_live(settled)
+
+    await chat.reply(FINAL)
+    await eventually(lambda: c.finished(chat.room_id), "the room's run finished")
+    assert chat.texts() == [FINAL]  # posted once, by the worker that resumed the run
+    results = tool_results_for(c.model, "toolu_t1")
+    assert len(results) == 1
+    content = json.loads(results[0][1]["content"])
+    if ending == "approved":
+        assert content == {"approved": True}
+        await only_settle(c, request_id, RequestStatus.RESOLVED)
+    else:
+        assert "timed out" in content["error"]
+        await only_settle(c, request_id, RequestStatus.TIMED_OUT)
+    assert [sent_by(r) for r in c.model.requests] == ["one", "two"]
+    # One card, updated in place: preparing, live, then its ending.
+    assert len(chat.cards(activity_id)) == 3

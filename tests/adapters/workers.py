@@ -3,9 +3,10 @@
 Each worker is `python -m adapters.cli serve` (the production entry point) in its own process,
 configured only by environment variables, on a database the test prepared (a SQLite file, or a
 fresh PostgreSQL database of its own). The fakes run in the test's process on 127.0.0.1: one
-FakeSlack and one FakeAnthropic shared by every worker, as one Slack workspace and one model
-would be. A worker can be killed (SIGKILL: nothing runs after it) or stopped (SIGTERM) at any
-point, and started again on the same database.
+FakeSlack, one FakeBotConnector (Teams, for workers started with
+HITL_TEAMS_ALLOW_UNAUTHENTICATED=1) and one FakeAnthropic shared by every worker, as one
+workspace and one model would be. A worker can be killed (SIGKILL: nothing runs after it) or
+stopped (SIGTERM) at any point, and started again on the same database.
 
 Which worker did what: each worker gets its own ANTHROPIC_API_KEY (`key-<name>`), so every
 request the model receives says where it came from; a run's owner in the store names the
@@ -40,6 +41,7 @@ from bot.store import SqlStore, upgrade
 from bot.store.engine import async_url
 from bot.store.schema import RunRow
 from tests.fakes.anthropic_api import FakeAnthropic, RecordedRequest
+from tests.fakes.bot_connector import FakeBotConnector
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack
 from tests.fakes.slack_signing import (
     block_actions_payload,
@@ -63,6 +65,10 @@ JSON = dict[str, Any]
 T = TypeVar("T")
 
 _SERVING = re.compile(r"hitl-bridge serving on (http://\S+)")
+# What the Teams SDK would read from the environment besides our settings (without
+# TEAMS_CLIENT_ID it falls back to CLIENT_ID & co.): never passed on to a worker.
+SDK_VARIABLES = ("CLIENT_ID", "CLIENT_SECRET", "TENANT_ID", "MANAGED_IDENTITY_CLIENT_ID",
+                 "CLOUD", "SERVICE_URL", "DANGEROUSLY_ALLOW_UNAUTHENTICATED_REQUESTS")  # fmt: skip
 
 
 def has_actions(message: Mapping[str, Any]) -> bool:
@@ -151,6 +157,11 @@ class Worker:
     @property
     def events_url(self) -> str:
         return f"{self.url}/slack/events"
+
+    @property
+    def messages_url(self) -> str:
+        """Teams' endpoint (served when the worker runs Teams)."""
+        return f"{self.url}/api/messages"
 
     @property
     def alive(self) -> bool:
@@ -259,16 +270,19 @@ class Cluster:
     model: FakeAnthropic
     http: aiohttp.ClientSession
     store: SqlStore  # the test's own view of the shared database
+    connector: FakeBotConnector
     workers: list[Worker] = field(default_factory=list)
     _logs: list[IO[bytes]] = field(default_factory=list)
 
     async def start_worker(self, name: str, **settings: Any) -> Worker:
         """Start `hitl-bridge serve`; returns once /healthz answers 200. `settings` are
-        environment variables (HITL_LEASE_SECONDS=1 and HITL_TIMEOUT_SECONDS=60 unless given)."""
+        environment variables (HITL_LEASE_SECONDS=1 and HITL_TIMEOUT_SECONDS=60 unless given;
+        HITL_TEAMS_ALLOW_UNAUTHENTICATED=1 serves Teams too)."""
         env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_"))
+            and k not in SDK_VARIABLES
         }
         env |= {
             "PYTHONUNBUFFERED": "1",
@@ -374,6 +388,16 @@ class Cluster:
     ) -> None:
         await self.post(worker, self.click_payload(message, action_id, user=user))
 
+    # -- Teams' side -------------------------------------------------------------------------
+
+    async def post_activity(self, worker: Worker, activity: Mapping[str, Any]) -> Any:
+        """Deliver an activity to `worker` as the Bot Framework does, expecting HTTP 200;
+        returns the response's JSON body (an invoke's card), or None."""
+        async with self.http.post(worker.messages_url, json=dict(activity)) as response:
+            body = await response.text()
+            assert response.status == 200, body
+            return json.loads(body) if body else None
+
     # -- the store ---------------------------------------------------------------------------
 
     async def run_of(self, room_id: str) -> Any:
@@ -412,9 +436,10 @@ async def cluster(db_url: str, folder: Path) -> AsyncIterator[Cluster]:
         async with (
             FakeSlack(users={ALICE: "alice", STRANGER: "mallory"}) as slack,
             FakeAnthropic() as model,
+            FakeBotConnector() as connector,
             aiohttp.ClientSession() as http,
         ):
-            running = Cluster(db_url, folder, slack, model, http, store)
+            running = Cluster(db_url, folder, slack, model, http, store, connector)
             try:
                 yield running
             finally:

@@ -13,7 +13,7 @@ from bot.agent import AIChannel, AnthropicAIProvider
 from bot.bridge import Bridge
 from bot.errors import UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger
-from bot.human_input import PendingInputEvent, RenderState
+from bot.human_input import PendingInputEvent, RenderState, RequestUpdate
 from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler
 from bot.records import RequestRecord, RequestStatus
 from tests.bot.conftest import WAIT, StartTurn, Watch, answer_next, within
@@ -205,6 +205,65 @@ async def test_observers_hear_every_transition_of_every_channel(
         "R1",
     )
     assert late.of(RenderState.REJECTED)[0].reason == "no"
+
+
+class FakeSurface(Watch):
+    """A surface (bot/surfaces.py) that remembers what it was shown and told to say."""
+
+    def __init__(self, name: str, room_prefix: str) -> None:
+        super().__init__()
+        self.name = name
+        self.room_prefix = room_prefix
+        self.said: list[tuple[str, str]] = []
+
+    async def observe(self, update: RequestUpdate) -> None:
+        await self(update)
+
+    async def say(self, room_id: str, text: str) -> None:
+        self.said.append((room_id, text))
+
+
+async def test_an_attached_surface_hears_its_own_rooms_and_those_mirrored_to_them(
+    fake: FakeAnthropic, provider: AnthropicAIProvider, start: StartTurn
+) -> None:
+    bridge = Bridge()
+    human = HumanInputToolHandler(tools=[BUILTIN_TOOLS[ASK]], timeout=WAIT)
+    channel = AIChannel("agent", provider=provider, human_input_handler=human)
+    bridge.register_channel(channel)
+    chat, board = FakeSurface("chat", "chat:"), FakeSurface("board", "board:")
+    bridge.attach(chat)
+    bridge.attach(board)
+    bridge.mirror(lambda u: ["board:approvals"] if u.room_id.startswith("chat:") else [])
+    everything = Watch()
+    bridge.add_observer(everything)
+
+    fake.script(reply_tool_use(ASK, QUESTION, id="t_chat"), reply_text("ok"))
+    turn = start(channel.respond("chat:R1", "a", actor_id="U1"))
+    await answer_next(human.handler, chat, '{"answer": "blue"}')
+    await within(turn)
+    fake.script(reply_tool_use(ASK, QUESTION, id="t_nobody"), reply_text("ok"))
+    turn = start(channel.respond("elsewhere:R2", "b", actor_id="U1"))
+    # `everything` heard the first request twice: in its room, and mirrored.
+    await answer_next(human.handler, everything, '{"answer": "red"}', count=3)
+    await within(turn)
+    await bridge.close()
+
+    shown = [RenderState.IN_PROGRESS, RenderState.EXECUTING, RenderState.COMPLETE]
+    assert [(u.tool_call_id, u.room_id) for u in chat.updates] == [("t_chat", "chat:R1")] * 3
+    assert chat.states() == shown
+    assert [(u.tool_call_id, u.room_id) for u in board.updates] == [
+        ("t_chat", "board:approvals")
+    ] * 3
+    assert bridge.surface_for("board:approvals") is board
+    assert bridge.surface_for("elsewhere:R2") is None
+
+
+@pytest.mark.parametrize(("name", "prefix"), [("chat", "talk:"), ("talk", "chat:R"), ("t", "c")])
+def test_two_surfaces_cannot_claim_one_room(name: str, prefix: str) -> None:
+    bridge = Bridge()
+    bridge.attach(FakeSurface("chat", "chat:"))
+    with pytest.raises(ValueError, match="clashes with the attached 'chat'"):
+        bridge.attach(FakeSurface(name, prefix))
 
 
 async def test_hooks_that_fail_or_hang_do_not_deny(

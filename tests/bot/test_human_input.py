@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -266,17 +267,71 @@ async def test_wait_on_an_unknown_id_raises_value_error(handler: HumanInputHandl
 
 
 async def test_retention_keeps_only_the_newest_outcomes() -> None:
+    """Once wait() has retired its request, an outcome is replayed while it is among the
+    `retention` newest; older ones are forgotten."""
     handler = HumanInputHandler(retention=2)
     first, second, third = [await handler.create(TOOL, ARGS) for _ in range(3)]
     assert handler.resolve(first.pending_id, "1")
     assert handler.reject(second.pending_id, "2")
     assert handler.resolve(third.pending_id, "3")
+    assert await handler.wait(first.pending_id) == "1"  # retires it
+    with pytest.raises(HumanInputRejectedError, match=r"^2$"):
+        await handler.wait(second.pending_id)
+    assert await handler.wait(third.pending_id) == "3"
 
     with pytest.raises(ValueError):
         await handler.wait(first.pending_id, timeout=0.05)
     with pytest.raises(HumanInputRejectedError, match=r"^2$"):
         await handler.wait(second.pending_id, timeout=0.05)
     assert await handler.wait(third.pending_id, timeout=0.05) == "3"
+
+
+# -- the seed: an answer recorded before anyone waits is never lost -----------------------------
+
+
+@pytest.mark.parametrize("retention", [0, 1, 128])
+@pytest.mark.parametrize("others_waited", [True, False], ids=["others-waited", "others-not"])
+async def test_resolve_before_wait_is_never_lost(retention: int, others_waited: bool) -> None:
+    """ "The retention fills when the answer arrives, not when someone reads it": a request
+    stays in the active set until wait() retires it, so the first wait() gets the answer,
+    whatever `retention` is and however many other requests settle meanwhile."""
+    handler = HumanInputHandler(retention=retention)
+    early = await handler.create(TOOL, ARGS)
+    refused = await handler.create(TOOL, ARGS)
+    expired = await handler.create(TOOL, ARGS, timeout=0.01)
+    assert handler.resolve(early.pending_id, "blue") is True
+    assert handler.reject(refused.pending_id, "no") is True
+    await asyncio.sleep(0.05)  # `expired` times out
+    for i in range(300):
+        other = await handler.create(TOOL, ARGS)
+        assert handler.resolve(other.pending_id, str(i)) is True
+        if others_waited:
+            assert await handler.wait(other.pending_id) == str(i)
+
+    assert await handler.wait(early.pending_id, timeout=0.05) == "blue"
+    with pytest.raises(HumanInputRejectedError, match=r"^no$"):
+        await handler.wait(refused.pending_id, timeout=0.05)
+    with pytest.raises(TimeoutError, match=r"after 0.01s"):
+        await handler.wait(expired.pending_id, timeout=0.05)
+    # Retired now, and 300 settles later out of any retention here: only an id evicted from
+    # the retention after being retired raises ValueError.
+    with pytest.raises(ValueError):
+        await handler.wait(early.pending_id)
+
+
+async def test_resolve_before_wait_with_retention_one_in_the_seed_s_words() -> None:
+    """A host that drops the request on resolve() (its own bookkeeping) cannot turn the
+    answer it just recorded into a failure, even when retention=1 and another settles."""
+    handler = HumanInputHandler(retention=1)
+    pending = await handler.create(TOOL, ARGS)
+    other = await handler.create(TOOL, ARGS)
+    assert handler.resolve(pending.pending_id, '{"answer": "blue"}') is True
+    assert handler.resolve(other.pending_id, "other") is True  # evicts the first from retention
+    assert await handler.wait(pending.pending_id) == '{"answer": "blue"}'
+    assert await handler.wait(other.pending_id) == "other"
+    assert await handler.wait(other.pending_id) == "other"  # replayed from the retention
+    with pytest.raises(ValueError):
+        await handler.wait(pending.pending_id)  # retired, and evicted from the retention
 
 
 async def test_retention_fills_on_settle_not_on_read() -> None:
@@ -322,15 +377,38 @@ async def test_release_of_an_unanswered_request_fails_its_waiter_plainly(
     assert handler.release("no-such-id") is False
 
 
-async def test_release_of_an_answered_detached_request_drops_it(
+async def test_release_of_an_answered_detached_request_keeps_its_answer_replayable(
     handler: HumanInputHandler,
 ) -> None:
+    """release() drops the request from the active set; the answer it had stays readable."""
     pending = await handler.create_detached(TOOL, ARGS)
     assert handler.resolve(pending.pending_id, "blue") is True
     assert handler.release(pending.pending_id) is True
-    assert handler.release(pending.pending_id) is False
+    assert handler.release(pending.pending_id) is False  # dropped already
+    assert handler.resolve(pending.pending_id, "red") is False
+    assert await handler.wait(pending.pending_id) == "blue"
+    assert await handler.wait(pending.pending_id) == "blue"
+
+
+async def test_release_with_retention_zero_keeps_nothing_to_replay() -> None:
+    handler = HumanInputHandler(retention=0)
+    pending = await handler.create_detached(TOOL, ARGS)
+    assert handler.resolve(pending.pending_id, "blue") is True
+    assert await handler.wait(pending.pending_id) == "blue"  # detached: wait() does not retire
+    assert handler.release(pending.pending_id) is True
     with pytest.raises(ValueError):
         await handler.wait(pending.pending_id)
+
+
+async def test_a_detached_request_stays_until_released(handler: HumanInputHandler) -> None:
+    """The caller owns a detached request's cleanup: waits do not retire it, release() does."""
+    pending = await handler.create_detached(TOOL, ARGS, tool_call_id="tc-detached")
+    assert handler.resolve(pending.pending_id, "blue") is True
+    for _ in range(3):
+        assert await handler.wait(pending.pending_id) == "blue"
+    assert handler.asked("tc-detached")
+    assert handler.release(pending.pending_id) is True
+    assert handler.release(pending.pending_id) is False
 
 
 async def test_detached_requests_expire_too(handler: HumanInputHandler) -> None:
@@ -628,6 +706,40 @@ async def test_global_close_does_not_wait_for_a_hung_notifier() -> None:
     assert pending.status is PendingInputStatus.CANCELLED
 
 
+async def test_closing_a_channel_cuts_its_hanging_notifier_and_no_other(
+    handler: HumanInputHandler,
+) -> None:
+    """close(channel_id=...) cancels that channel's notifier calls still running, only its."""
+    started: dict[str, asyncio.Event] = {c: asyncio.Event() for c in ("a", "b", "c")}
+    cut: list[str] = []
+
+    async def hanging(event: PendingInputEvent) -> None:
+        started[event.channel_id].set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cut.append(event.channel_id)
+            raise
+
+    handler.set_notifier(hanging, channel_id="a")
+    handler.set_notifier(hanging, channel_id="b")
+    handler.set_notifier(hanging)  # the default: serves channel "c"
+    requests = {c: await handler.create(TOOL, ARGS, channel_id=c) for c in ("a", "b", "c")}
+    for event in started.values():
+        await asyncio.wait_for(event.wait(), 1)
+
+    await asyncio.wait_for(handler.close(channel_id="a"), 1)
+
+    assert cut == ["a"]
+    assert requests["a"].status is PendingInputStatus.CANCELLED
+    await settle_loop()
+    assert cut == ["a"]
+    assert handler.resolve(requests["b"].pending_id, "blue") is True
+    assert handler.resolve(requests["c"].pending_id, "blue") is True
+    await asyncio.wait_for(handler.close(), 1)
+    assert sorted(cut) == ["a", "b", "c"]
+
+
 async def test_close_from_inside_an_observer_does_not_deadlock() -> None:
     handler = HumanInputHandler()
     closed = asyncio.Event()
@@ -865,9 +977,11 @@ async def test_announce_preparing_is_an_in_progress_update(handler: HumanInputHa
 # -- answer validation ---------------------------------------------------------------------------
 
 
-async def test_an_invalid_answer_raises_and_leaves_the_request_pending(
+async def test_a_refused_answer_returns_false_and_leaves_the_request_pending(
     handler: HumanInputHandler,
 ) -> None:
+    """resolve() takes any string and says True or False: a validator's refusal is a False,
+    never an exception for the answer's content."""
     seen: list[tuple[dict[str, Any], str]] = []
 
     def validate(arguments: dict[str, Any], raw: str) -> str:
@@ -880,8 +994,7 @@ async def test_an_invalid_answer_raises_and_leaves_the_request_pending(
     pending = await handler.create(TOOL, ARGS)
     waiter = await blocked_waiter(handler, pending.pending_id)
 
-    with pytest.raises(AnswerInvalidError, match="not a colour: 42"):
-        handler.resolve(pending.pending_id, "42")
+    assert handler.resolve(pending.pending_id, "42") is False
     await settle_loop()
     assert not waiter.done()
     assert pending.pending_id in handler.pending
@@ -890,6 +1003,33 @@ async def test_an_invalid_answer_raises_and_leaves_the_request_pending(
     assert handler.resolve(pending.pending_id, "blue") is True
     assert await outcome_of(waiter) == '{"answer": "blue"}'  # the normalised answer
     assert seen == [(ARGS, "42"), (ARGS, "blue")]
+
+
+async def test_a_validator_raising_anything_is_a_refusal(handler: HumanInputHandler) -> None:
+    def broken(arguments: dict[str, Any], raw: str) -> str:
+        raise KeyError(raw)
+
+    handler.set_answer_validator(TOOL, broken)
+    pending = await handler.create(TOOL, ARGS)
+    assert handler.resolve(pending.pending_id, "anything") is False
+    assert pending.pending_id in handler.pending
+
+
+async def test_a_plain_string_to_a_tool_without_validator_reaches_the_waiter_verbatim(
+    handler: HumanInputHandler,
+) -> None:
+    """A tool the user declared by name (no answer model of ours) gets the answer verbatim."""
+
+    def refuse(arguments: dict[str, Any], raw: str) -> str:
+        raise AnswerInvalidError("never")
+
+    handler.set_answer_validator("confirmAction", refuse)  # another tool's model
+    pending = await handler.create("MyOwnTool", ARGS)
+    waiter = await blocked_waiter(handler, pending.pending_id)
+    answer = 'blue, I think {not: "json"} \n\t é'
+    assert handler.resolve(pending.pending_id, answer) is True
+    assert await outcome_of(waiter) == answer
+    assert pending.result == answer
 
 
 async def test_a_validator_applies_to_its_tool_only(handler: HumanInputHandler) -> None:
@@ -976,9 +1116,13 @@ async def stores(db_url: str) -> AsyncIterator[list[SqlStore]]:
     await second.close()
 
 
+# SQLite has no NOTIFY: a holder hears proposals at its heartbeat, every HOLD / 4 seconds.
+HOLD = 0.4
+
+
 @pytest.fixture
 async def workers(stores: list[SqlStore]) -> AsyncIterator[list[HumanInputHandler]]:
-    handlers = [HumanInputHandler(store=stores[0]), HumanInputHandler(store=stores[1])]
+    handlers = [HumanInputHandler(store=store, hold_seconds=HOLD) for store in stores]
     yield handlers
     for made in handlers:
         await asyncio.wait_for(made.drain(), 5)
@@ -1096,10 +1240,11 @@ async def test_store_two_workers_racing_answer_one_wins(workers: list[HumanInput
 async def test_store_other_worker_s_answer_reaches_the_waiter(
     workers: list[HumanInputHandler], stores: list[SqlStore]
 ) -> None:
-    """Without NOTIFY, the waiter learns at its deadline: the row, not the timer, decides."""
+    """The other worker hands its answer to the holder (heard at its next heartbeat without
+    NOTIFY), which settles it: answer() returns True once it is the waiter's answer."""
     holder, other = workers
     pending = await holder.create(TOOL, ARGS)
-    waiter = await blocked_waiter(holder, pending.pending_id, timeout=0.2)
+    waiter = await blocked_waiter(holder, pending.pending_id, timeout=5)
     assert await other.answer(pending.pending_id, "from-other", by="U2") is True
     assert await outcome_of(waiter) == "from-other"
     record = await stored_record(stores[0], pending.pending_id)
@@ -1141,19 +1286,44 @@ async def test_store_replays_a_stored_rejection_and_timeout(
     assert str(timed_out.value) == "Human input timed out after 0.05s for tool 'AskUserQuestion'"
 
 
-async def test_store_answer_settles_a_request_held_by_no_one(
+async def test_store_answer_from_another_worker_is_settled_and_told_by_the_holder(
     workers: list[HumanInputHandler], stores: list[SqlStore]
 ) -> None:
     creator, other = workers
-    recorder = Recorder()
-    other.add_observer(recorder)
+    heard_by_creator, heard_by_other = Recorder(), Recorder()
+    creator.add_observer(heard_by_creator)
+    other.add_observer(heard_by_other)
     pending = await creator.create(TOOL, ARGS)
     assert await other.answer(pending.pending_id, "blue", by="U9") is True
     assert await other.answer(pending.pending_id, "again") is False
+    await creator.drain()
     await other.drain()
-    assert recorder.states(pending.pending_id) == [RenderState.COMPLETE]
-    assert recorder.last(pending.pending_id).settled_by == "U9"
+    # Told once, by the worker that wrote it.
+    assert heard_by_creator.states(pending.pending_id) == [
+        RenderState.EXECUTING,
+        RenderState.COMPLETE,
+    ]
+    assert heard_by_other.states(pending.pending_id) == []
+    assert heard_by_creator.last(pending.pending_id).settled_by == "U9"
     assert await other.wait(pending.pending_id) == "blue"
+    assert await creator.wait(pending.pending_id) == "blue"
+
+
+async def test_store_answer_settles_a_request_held_by_no_one(
+    workers: list[HumanInputHandler], stores: list[SqlStore]
+) -> None:
+    """A request written by a process that is gone (no holder): any worker settles it."""
+    other = workers[1]
+    recorder = Recorder()
+    other.add_observer(recorder)
+    record = RequestRecord(id="req-orphan", tool_name=TOOL, arguments=ARGS, room_id="R1")
+    await stores[0].create_request(record)
+    assert await other.answer("req-orphan", "blue", by="U9") is True
+    assert await other.answer("req-orphan", "again") is False
+    await other.drain()
+    assert recorder.states("req-orphan") == [RenderState.COMPLETE]
+    assert recorder.last("req-orphan").settled_by == "U9"
+    assert await other.wait("req-orphan") == "blue"
 
 
 async def test_store_answer_racing_a_load_in_the_same_worker(
@@ -1161,8 +1331,8 @@ async def test_store_answer_racing_a_load_in_the_same_worker(
 ) -> None:
     """answer() for a request not in memory while wait() loads it: the waiter is not left
     to find out at its deadline."""
-    creator = HumanInputHandler(store=stores[0])
-    worker = HumanInputHandler(store=stores[1])
+    creator = HumanInputHandler(store=stores[0], hold_seconds=HOLD)
+    worker = HumanInputHandler(store=stores[1], hold_seconds=HOLD)
     loop = asyncio.get_running_loop()
     for order in ("answer-first", "wait-first"):
         pending = await creator.create(TOOL, ARGS)
@@ -1184,10 +1354,16 @@ async def test_store_answer_racing_a_load_in_the_same_worker(
 async def test_store_expire_record_settles_a_request_not_in_memory(
     workers: list[HumanInputHandler], stores: list[SqlStore]
 ) -> None:
+    """A request of a process that is gone (no live holder) is timed out by the sweep."""
     creator, sweeper = workers
     recorder = Recorder()
     sweeper.add_observer(recorder)
-    pending = await creator.create(TOOL, ARGS, timeout=30)
+    now = datetime.now(UTC)
+    pending = RequestRecord(
+        id="req-left", tool_name=TOOL, arguments=ARGS, created_at=now,
+        expires_at=now + timedelta(seconds=30),
+    )  # fmt: skip
+    await stores[0].create_request(pending)
     record = await stored_record(stores[1], pending.pending_id)
 
     await sweeper.expire_record(record)
@@ -1203,6 +1379,21 @@ async def test_store_expire_record_settles_a_request_not_in_memory(
     await sweeper.drain()
     assert recorder.states(pending.pending_id) == [RenderState.EXPIRED]
     assert await creator.answer(pending.pending_id, "late") is False
+
+
+async def test_store_expire_record_leaves_a_live_holder_s_request_to_its_timer(
+    workers: list[HumanInputHandler], stores: list[SqlStore]
+) -> None:
+    """The holder decides every settle: another worker's sweep does not time out its request
+    (the holder's own timer does, at the same deadline)."""
+    holder, sweeper = workers
+    pending = await holder.create(TOOL, ARGS, timeout=30)
+    waiter = await blocked_waiter(holder, pending.pending_id, timeout=30)
+    await sweeper.expire_record(await stored_record(stores[1], pending.pending_id))
+    await sweeper.drain()
+    assert (await stored_record(stores[1], pending.pending_id)).status is RequestStatus.PENDING
+    assert holder.resolve(pending.pending_id, "blue") is True
+    assert await outcome_of(waiter) == "blue"
 
 
 async def test_store_expire_record_of_a_request_in_memory_wakes_its_waiter(

@@ -48,8 +48,8 @@ VALID_ARGUMENTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         },
         {
             "fields": [
-                {"name": "age", "label": "Age", "type": "number"},
-                {"name": "n", "label": "N", "type": "text"},
+                {"name": "age", "label": "Age", "type": "number", "required": True},
+                {"name": "n", "label": "N", "type": "text", "required": True},
             ]
         },
     ),
@@ -75,8 +75,8 @@ INVALID_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "collectUserData",
-        {"fields": [{"name": "when", "label": "When", "type": "date"}]},
-        "fields.0.type: Input should be 'text', 'number' or 'email'",
+        {"fields": [{"name": "when", "label": "When", "type": "calendar"}]},
+        "fields.0.type: Input should be 'text', 'long_text',",
     ),
     (
         "collectUserData",
@@ -158,8 +158,14 @@ def test_collect_user_data_definition_inlines_the_field_model() -> None:
     schema = BUILTIN_TOOLS["collectUserData"].definition().parameters
     item = schema["properties"]["fields"]["items"]
     assert item["type"] == "object"
-    assert set(item["properties"]) == {"name", "label", "type"}
-    assert item["properties"]["type"]["enum"] == ["text", "number", "email"]
+    assert set(item["properties"]) == {
+        "name", "label", "type", "required", "options", "min", "max", "description"
+    }  # fmt: skip
+    assert item["properties"]["type"]["enum"] == [
+        "text", "long_text", "number", "integer", "email", "url", "date", "time", "datetime",
+        "boolean", "choice", "choices", "user",
+    ]  # fmt: skip
+    assert all(spec.get("description") for spec in item["properties"].values())
 
 
 def test_builtin_offers_and_serves_all_six() -> None:
@@ -313,8 +319,11 @@ async def test_an_invalid_answer_leaves_the_request_answerable(
     call = asyncio.create_task(human(name, arguments))
     update = await seen.wait_for(RenderState.EXECUTING)
 
-    with pytest.raises(AnswerInvalidError, match="Invalid answer"):
-        human.handler.resolve(update.pending_id, raw)
+    with pytest.raises(AnswerInvalidError, match="Invalid answer") as invalid:
+        BUILTIN_TOOLS[name].parse_answer(arguments, raw)
+    assert problem in str(invalid.value)
+    # The seed's contract: any string, a bool back, never an exception for its content.
+    assert human.handler.resolve(update.pending_id, raw) is False
     assert update.pending_id in human.handler.pending
     assert not call.done()
 
@@ -340,7 +349,7 @@ async def test_answer_comes_back_with_the_turns_context_on_the_request() -> None
     with tool_turn_context(context):
         call = asyncio.create_task(human("AskUserQuestion", {"question": "Colour?"}))
     update = await answer_next(human.handler, seen, '{"answer": "blue"}')
-    assert await within(call) == '{"answer":"blue"}'
+    assert await within(call) == '{"answer": "blue"}'  # declared by name: verbatim
     assert (update.room_id, update.channel_id, update.channel_type) == ("R1", "agent", "slack")
     assert (update.tool_call_id, update.actor_id) == ("toolu_9", "U1")
 
@@ -425,14 +434,14 @@ async def test_compose_tool_handlers_falls_through(human_first: bool) -> None:
     call = asyncio.ensure_future(composed("AskUserQuestion", {"question": "Colour?"}))
     update = await answer_next(human.handler, seen, '{"answer": "blue"}')
     assert update.tool_name == "AskUserQuestion"
-    assert await within(call) == '{"answer":"blue"}'
+    assert await within(call) == '{"answer": "blue"}'  # declared by name: verbatim
     with pytest.raises(UnservedToolCallError) as unserved:
         await composed("nobody", {})
     assert unserved.value.tool_name == "nobody"
 
 
 async def test_compose_does_not_swallow_other_tool_errors() -> None:
-    human = HumanInputToolHandler(tool_names={"AskUserQuestion"})
+    human = HumanInputToolHandler.builtin()
     composed = compose_tool_handlers(human, lookup)
     with pytest.raises(ToolRefusedError, match="Invalid arguments"):
         await composed("AskUserQuestion", {})
@@ -505,9 +514,12 @@ async def test_a_custom_tool_validates_its_arguments_and_answers() -> None:
     call = asyncio.create_task(human("pickColour", SHADES))
     update = await seen.wait_for(RenderState.EXECUTING)
     with pytest.raises(AnswerInvalidError, match="#ffffff was not offered"):
-        shared.resolve(update.pending_id, '{"hex": "#ffffff"}')
-    with pytest.raises(AnswerInvalidError, match="hex: Field required"):
-        shared.resolve(update.pending_id, "{}")
+        PICK_COLOUR.parse_answer(SHADES, '{"hex": "#ffffff"}')
+    with pytest.raises(AnswerInvalidError, match="hex: Field required") as missing:
+        PICK_COLOUR.parse_answer(SHADES, "{}")
+    assert missing.value.fields == {"hex": "Required"}
+    assert shared.resolve(update.pending_id, '{"hex": "#ffffff"}') is False
+    assert shared.resolve(update.pending_id, "{}") is False
     assert shared.resolve(update.pending_id, '{"hex": "#006994"}')
     assert await within(call) == '{"hex":"#006994"}'
 

@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,6 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from tests.conformance import conformance_file
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack, block_errors, view_errors
 from tests.fakes.slack_signing import (
     block_actions_payload,
@@ -31,7 +31,6 @@ from tests.fakes.slack_signing import (
 )
 
 SECRET = "fake-signing-secret"
-SCHEMAS = Path("/work/shared/conformance/slack")
 BUTTONS: list[dict[str, Any]] = [
     {"type": "section", "block_id": "ask", "text": {"type": "mrkdwn", "text": "Deploy?"}},
     {
@@ -185,11 +184,13 @@ async def test_block_kit_violations(client: AsyncWebClient) -> None:
     assert error["error"] == "invalid_arguments" and "submit" in error["errors"][0]
 
 
-@pytest.mark.skipif(not SCHEMAS.is_dir(), reason="no conformance schemas in this checkout")
 async def test_conformance_schemas_when_configured(
     client: AsyncWebClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(SCHEMAS))
+    schema = conformance_file("slack/blockkit-message.schema.json")
+    if schema is None:
+        pytest.skip("no conformance data (HITL_CONFORMANCE_DIR)")
+    monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(schema.parent))
     assert (await client.chat_postMessage(channel="C1", text="x", blocks=BUTTONS))["ok"]
     odd = [{**BUTTONS[0], "colour": "red"}]  # the built-in checks don't look at this
     error = await error_of(client.chat_postMessage(channel="C1", text="x", blocks=odd))

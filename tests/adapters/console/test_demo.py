@@ -25,27 +25,37 @@ def test_the_scripted_agent_asks_with_every_tool_and_hears_the_answers(tmp_path:
     runbook = tmp_path / "runbook.txt"
     runbook.write_text("roll back with make rollback\n")
     typed = "\n".join([
-        "Deploy please", "Aurora", "n", "too risky today", "4", "2",
-        "CHG-1", "three", "oncall@example.com",  # refused: the whole form is asked again
-        "CHG-1", "3", "oncall@example.com", str(runbook), "y",
+        "Deploy please", "Aurora",
+        "2", "too risky today",  # the approval's menu: Decline, then its reason
+        "4", "2",  # "4" is no option: asked again
+        "CHG-1", "three", "oncall@example.com",  # the core finds "three" wrong ...
+        "3",  # ... and only that field is asked again
+        str(runbook),
+        "1", "y",  # Confirm, and sure
     ]) + "\n"  # fmt: skip
     done = run_demo(tmp_path, typed)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert '{"answer":"Aurora"}' in out
-    assert '{"approved":false,"reason":"too risky today"}' in out
-    assert "type a number from 1 to 3" in out  # "4" was refused, "2" accepted
-    assert '{"selectedIndex":1,"selectedValue":"us-east-1"}' in out
-    assert "Invalid answer for 'collectUserData'" in out  # "three" is not a number
-    assert '"replicas":3' in out and '"contact":"oncall@example.com"' in out
-    assert '"fileName":"runbook.txt"' in out
-    assert '{"confirmed":true}' in out
-    assert "Here is what you told me:" in out
+    assert "1) Approve  2) Decline" in out
+    assert "✗ Approval needed — Declined by" in out and "Reason: too risky today" in out
+    assert "type a number from 1 to 3" in out
+    assert "! Replica count: Enter a number" in out
+    assert out.count("Replica count (a number)> ") == 2
+    assert out.count("Change ticket> ") == 1
+    assert "1) Confirm  2) Cancel  3) Decline" in out
+    assert "Are you sure? This cannot be undone. [y/n]> " in out
+    summary = out[out.index("Here is what you told me:") :]
+    assert '{"answer":"Aurora"}' in summary
+    assert '{"error": "Rejected: too risky today"}' in summary
+    assert '{"selectedIndex":1,"selectedValue":"us-east-1"}' in summary
+    assert '{"ticket":"CHG-1","replicas":3,"contact":"oncall@example.com"}' in summary
+    assert f'{{"fileName":"runbook.txt","fileSize":29,"url":"{runbook.as_uri()}"}}' in summary
+    assert '{"confirmed":true}' in summary
 
 
 def test_a_refusal_reaches_the_agent_and_closed_input_ends_the_run(tmp_path: Path) -> None:
     done = run_demo(tmp_path, "/reject not my call\n", "--message", "Deploy please")
     assert done.returncode == 0, done.stderr
-    assert "rejected (by" in done.stdout and "not my call" in done.stdout
+    assert "✗ Question — Declined by" in done.stdout and "Reason: not my call" in done.stdout
     assert '"error": "Rejected: not my call"' in done.stdout
-    assert "The console was closed" in done.stdout  # every later request, refused on EOF
+    assert "Reason: The console was closed" in done.stdout  # every later request, on EOF

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+
+from tests.conformance import conformance_file
 
 MESSAGE_BLOCKS = 50
 MODAL_BLOCKS = 100
@@ -31,6 +32,10 @@ INPUT_ELEMENTS = {
     "radio_buttons",
     "checkboxes",
     "datepicker",
+    "timepicker",
+    "datetimepicker",
+    "users_select",
+    "multi_static_select",
 }
 
 
@@ -114,8 +119,9 @@ class _Checker:
         if "confirm" in button:
             self.confirm(f"{path}.confirm", button["confirm"])
 
-    def static_select(self, path: str, select: dict[str, Any]) -> None:
-        self.action_id(path, select)
+    def static_select(self, path: str, select: dict[str, Any], *, own_id: bool = True) -> None:
+        if own_id:
+            self.action_id(path, select)
         options = select.get("options")
         if "option_groups" in select and options is not None:
             self.fail(path, "both options and option_groups")
@@ -130,8 +136,23 @@ class _Checker:
             self.string(f"{path}.options[{i}].value", option.get("value"), 150)
         if "placeholder" in select:
             self.text(f"{path}.placeholder", select["placeholder"], 150, plain_only=True)
+        initial = select.get("initial_options") or [select.get("initial_option")]
+        if any(o is not None and o not in options for o in initial):
+            self.fail(path, "an initial option is not one of the options")
         if "confirm" in select:
             self.confirm(f"{path}.confirm", select["confirm"])
+
+    def option_group(self, path: str, element: dict[str, Any]) -> None:
+        options = element.get("options")
+        if not isinstance(options, list) or not 1 <= len(options) <= 10:
+            self.fail(path, "options: 1 to 10 required")
+            return
+        for i, option in enumerate(options):
+            self.text(f"{path}.options[{i}].text", option.get("text"), 75)
+            self.string(f"{path}.options[{i}].value", option.get("value"), 150)
+        initial = element.get("initial_option")
+        if initial is not None and initial not in options:
+            self.fail(path, "initial_option is not one of the options")
 
     def input_element(self, path: str, element: Any) -> None:
         if not isinstance(element, dict) or element.get("type") not in INPUT_ELEMENTS:
@@ -159,8 +180,10 @@ class _Checker:
                 isinstance(t, str) and t and "." not in t and "/" not in t for t in filetypes
             ):
                 self.fail(path, f"filetypes must be bare extensions: {filetypes}")
-        elif kind == "static_select":
-            self.static_select(path, element)
+        elif kind in ("static_select", "multi_static_select"):
+            self.static_select(path, element, own_id=False)  # its action_id: checked above
+        elif kind in ("radio_buttons", "checkboxes"):
+            self.option_group(path, element)
 
     # -- blocks ---------------------------------------------------------------------------------
 
@@ -284,25 +307,24 @@ def strings(node: Any) -> list[str]:
     return [n for n in walk(node) if isinstance(n, str)]
 
 
-# -- the conformance schemas (../shared), when HITL_CONFORMANCE_DIR points at them -----------
+# -- the conformance schemas (tests/conformance.py: HITL_CONFORMANCE_DIR, or ../shared) -------
 
 
 @functools.cache
-def _validator(name: str) -> jsonschema.Draft7Validator | None:
-    root = os.environ.get("HITL_CONFORMANCE_DIR")
-    path = Path(root, "slack", name) if root else None
-    if path is None or not path.is_file():
-        return None
+def _validator(path: Path) -> jsonschema.Draft7Validator:
     return jsonschema.Draft7Validator(json.loads(path.read_text()))
 
 
 def schema_available(name: str) -> bool:
-    return _validator(name) is not None
+    """Whether the schema is there (when HITL_CONFORMANCE_DIR is set and it is not, the test
+    fails here: the schema was expected)."""
+    return conformance_file(f"slack/{name}") is not None
 
 
 def schema_problems(payload: dict[str, Any], name: str) -> list[str]:
-    validator = _validator(name)
-    assert validator is not None, f"{name} not found under HITL_CONFORMANCE_DIR"
+    path = conformance_file(f"slack/{name}")
+    assert path is not None, f"{name} not found in the conformance data"
+    validator = _validator(path)
     return [
         f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}"
         for e in validator.iter_errors(payload)

@@ -24,6 +24,7 @@ from adapters.serve import Server
 from adapters.settings import Settings
 from bot.records import RequestRecord
 from bot.store import SqlStore, upgrade
+from tests.conformance import conformance_file
 from tests.fakes.anthropic_api import FakeAnthropic, RecordedRequest
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack
 from tests.fakes.slack_signing import (
@@ -41,11 +42,16 @@ ALICE = "U0ALICE001"  # the person who mentions the bot: the requests' actor
 STRANGER = "U0MALLORY1"  # in the channel, but not allowed to answer Alice's requests
 ADMIN = "U0ADMIN001"
 WAIT = 5.0  # upper bound for anything a test awaits; only a broken test ever reaches it
-# Optional: where present, FakeSlack also checks what is sent against Slack's Block Kit schemas.
-SCHEMAS = Path("/work/shared/conformance/slack")
-HAVE_SCHEMAS = SCHEMAS.is_dir()
 
 JSON = dict[str, Any]
+
+
+def block_kit_schemas() -> Path | None:
+    """The folder of Slack's Block Kit schemas, which FakeSlack then checks everything sent
+    against (HITL_SLACK_SCHEMA_DIR), when there is conformance data (tests/conformance.py)."""
+    message = conformance_file("slack/blockkit-message.schema.json")
+    modal = conformance_file("slack/blockkit-modal.schema.json")
+    return message.parent if message is not None and modal is not None else None
 
 
 def has_actions(message: Mapping[str, Any]) -> bool:
@@ -220,11 +226,12 @@ StartEnv = Callable[..., Awaitable[Env]]
 @pytest.fixture
 async def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[StartEnv]:
     """`await start_env(HITL_TIMEOUT_SECONDS=0.3, ...)`: the service with these settings."""
+    schemas = block_kit_schemas()  # before HITL_CONFORMANCE_DIR is cleared with the rest
     for name in list(os.environ):
         if name.startswith(("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")):
             monkeypatch.delenv(name)
-    if HAVE_SCHEMAS:
-        monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(SCHEMAS))
+    if schemas is not None:
+        monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(schemas))
     async with AsyncExitStack() as stack:
 
         async def start(**overrides: Any) -> Env:

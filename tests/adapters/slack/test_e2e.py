@@ -32,6 +32,7 @@ from tests.adapters.slack.conftest import (
     action_ids,
     has_actions,
 )
+from tests.adapters.slack.updates import EVERY_KIND_FIELDS
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
 from tests.fakes.slack_signing import encode, event_callback, message_event, sign
@@ -79,7 +80,7 @@ def pdf(env: Env, file_id: str = "F0REPORT01", name: str = "report.pdf") -> JSON
 
 
 def file_state(*files: JSON) -> dict[str, Any]:
-    return {"file": {"value": {"type": "file_input", "files": list(files)}}}
+    return {"file": {"file": {"type": "file_input", "files": list(files)}}}
 
 
 # -- each built-in tool, answered the way Slack lets a person answer it ------------------------
@@ -95,26 +96,27 @@ async def answer_button_and_modal(env: Env, thread: Thread, message: JSON) -> No
     view = await env.modal()
     (opened,) = env.slack.calls_to("views.open")
     assert opened["trigger_id"] == click["trigger_id"]
-    assert await env.submit(view, {"answer": {"value": "Blue, please"}}) == {}
+    assert "Which colour?" in json.dumps(view["blocks"])  # the question, above the answer
+    assert await env.submit(view, {"answer": {"answer": "Blue, please"}}) == {}
 
 
 async def approve(env: Env, thread: Thread, message: JSON) -> None:
-    assert action_ids(message) == ["hitl_approve", "hitl_reject"]
+    assert action_ids(message) == ["hitl_approve", "hitl_decline"]
     await env.click(message, "hitl_approve")
 
 
 async def pick_second_option(env: Env, thread: Thread, message: JSON) -> None:
-    assert action_ids(message) == ["hitl_option_0", "hitl_option_1"]
-    await env.click(message, "hitl_option_1")
+    assert action_ids(message) == ["hitl_choose_0", "hitl_choose_1", "hitl_decline"]
+    await env.click(message, "hitl_choose_1")
 
 
 async def pick_from_select(env: Env, thread: Thread, message: JSON) -> None:
-    assert action_ids(message) == ["hitl_select"]
-    await env.click(message, "hitl_select", value="4")
+    assert action_ids(message) == ["hitl_choose", "hitl_decline"]
+    await env.click(message, "hitl_choose", value="4")
 
 
 async def fill_in_form(env: Env, thread: Thread, message: JSON) -> None:
-    click = env.click_payload(message, "hitl_open_form")
+    click = env.click_payload(message, "hitl_submit")
     assert (await env.post(click)).status == 200
     view = await env.modal()
     assert env.slack.calls_to("views.open")[0]["trigger_id"] == click["trigger_id"]
@@ -127,7 +129,7 @@ async def fill_in_form(env: Env, thread: Thread, message: JSON) -> None:
 
 
 async def upload_pdf(env: Env, thread: Thread, message: JSON) -> None:
-    click = env.click_payload(message, "hitl_upload")
+    click = env.click_payload(message, "hitl_submit")
     assert (await env.post(click)).status == 200
     view = await env.modal()
     assert env.slack.calls_to("views.open")[0]["trigger_id"] == click["trigger_id"]
@@ -135,10 +137,13 @@ async def upload_pdf(env: Env, thread: Thread, message: JSON) -> None:
 
 
 async def confirm_danger(env: Env, thread: Thread, message: JSON) -> None:
-    (confirm, cancel) = next(b for b in message["blocks"] if b["type"] == "actions")["elements"]
+    (confirm, cancel, decline) = next(b for b in message["blocks"] if b["type"] == "actions")[
+        "elements"
+    ]
     assert confirm["action_id"] == "hitl_confirm" and confirm["style"] == "danger"
     assert confirm["confirm"]["style"] == "danger"  # Slack asks "are you sure?" first
     assert cancel["action_id"] == "hitl_cancel"
+    assert decline["action_id"] == "hitl_decline"
     await env.click(message, "hitl_confirm")
 
 
@@ -196,27 +201,30 @@ async def test_each_tool_round_trip(
 # -- answers that need more than one step ------------------------------------------------------
 
 
-async def test_rejection_with_a_reason_reaches_the_model(env: Env) -> None:
+async def test_a_decline_with_a_reason_reaches_the_model(env: Env) -> None:
     thread, message = await start_turn(
         env, "requestApproval", {"action": "Deploy v2", "reason": "Release day"}
     )
-    click = env.click_payload(message, "hitl_reject")
+    click = env.click_payload(message, "hitl_decline")
     assert (await env.post(click)).status == 200
     view = await env.modal()
-    assert view["callback_id"] == "hitl_modal:reject_reason"
+    assert view["callback_id"] == "hitl_modal:decline"
+    assert "Deploy v2" in json.dumps(view["blocks"])  # what is being declined
     assert env.slack.calls_to("views.open")[0]["trigger_id"] == click["trigger_id"]
     assert has_actions(env.slack.message(CHANNEL, message["ts"]))  # a modal settles nothing yet
 
-    assert await env.submit(view, {"reason": {"value": "Not on a Friday"}}) == {}
+    assert await env.submit(view, {"reason": {"reason": "Not on a Friday"}}) == {}
 
-    result = await finish(env, thread, message, "Declined")
-    assert json.loads(result["content"]) == {"approved": False, "reason": "Not on a Friday"}
+    result = await finish(env, thread, message, f"Declined by <@{ALICE}>")
+    assert result["is_error"] is True
+    assert "Not on a Friday" in result["content"]
+    assert (await env.request_record(message)).status is RequestStatus.REJECTED
     assert "Not on a Friday" in json.dumps(env.slack.message(CHANNEL, message["ts"])["blocks"])
 
 
 async def test_invalid_form_values_are_shown_in_the_modal_then_fixed(env: Env) -> None:
     thread, message = await start_turn(env, "collectUserData", FORM_ARGS)
-    await env.click(message, "hitl_open_form")
+    await env.click(message, "hitl_submit")
     view = await env.modal()
 
     bad = {"name": {"name": "Ada"}, "age": {"age": "thirty"}, "email": {"email": "ada@"}}
@@ -237,9 +245,71 @@ async def test_invalid_form_values_are_shown_in_the_modal_then_fixed(env: Env) -
     assert json.loads(result["content"]) == {"name": "Ada", "age": 36.5, "email": "a@b.io"}
 
 
+def every_kind_values(**changes: Any) -> dict[str, dict[str, Any]]:
+    """A valid submission of the every-kind form, as values[block_id][action_id]."""
+    values: dict[str, Any] = {
+        "name": "Ada",
+        "height": "1.75",
+        "age": "36",
+        "email": "ada@example.com",
+        "site": "https://ada.example",
+        "day": "2026-01-02",
+        "at": "09:30",
+        "when": {"type": "datetimepicker", "selected_date_time": 1767346200},
+        "agree": "true",
+        "size": "1",
+        "tags": {"type": "multi_static_select", "selected_options": [
+            {"text": {"type": "plain_text", "text": "1. red"}, "value": "0"},
+            {"text": {"type": "plain_text", "text": "3. blue"}, "value": "2"},
+        ]},
+        "owner": ADMIN,
+        **changes,
+    }  # fmt: skip
+    return {name: {name: value} for name, value in values.items() if value is not None}
+
+
+async def test_a_form_of_every_field_kind_through_the_modal(env: Env) -> None:
+    thread, message = await start_turn(env, "collectUserData", {"fields": EVERY_KIND_FIELDS})
+    await env.click(message, "hitl_submit")
+    view = await env.modal()
+    kinds = {b["block_id"]: b["element"]["type"] for b in view["blocks"] if b["type"] == "input"}
+    assert kinds == {
+        "name": "plain_text_input", "notes": "plain_text_input", "height": "number_input",
+        "age": "number_input", "email": "email_text_input", "site": "url_text_input",
+        "day": "datepicker", "at": "timepicker", "when": "datetimepicker",
+        "agree": "radio_buttons", "size": "static_select", "tags": "multi_static_select",
+        "owner": "users_select",
+    }  # fmt: skip
+
+    bad = every_kind_values(name=None, height="3", age="12.5", email="ada@", site="ftp://x")
+    body = await env.submit(view, bad)
+
+    assert body == {
+        "response_action": "errors",
+        "errors": {
+            "name": "Required",
+            "height": "At most 2.5",
+            "age": "Enter a whole number",
+            "email": "Enter a valid email address",
+            "site": "Enter a web address starting with https://",
+        },
+    }
+    assert (await env.request_record(message)).status is RequestStatus.PENDING
+    assert len(env.requests) == 1
+
+    assert await env.submit(view, every_kind_values(agree="false")) == {}
+    result = await finish(env, thread, message, answered_by(ALICE))
+    assert json.loads(result["content"]) == {
+        "name": "Ada", "height": 1.75, "age": 36, "email": "ada@example.com",
+        "site": "https://ada.example", "day": "2026-01-02", "at": "09:30:00",
+        "when": "2026-01-02T09:30:00Z", "agree": False, "size": "M", "tags": ["red", "blue"],
+        "owner": ADMIN,
+    }  # fmt: skip
+
+
 async def test_a_file_of_the_wrong_type_is_refused_on_the_file_block(env: Env) -> None:
     thread, message = await start_turn(env, "uploadFile", UPLOAD_ARGS)
-    await env.click(message, "hitl_upload")
+    await env.click(message, "hitl_submit")
     view = await env.modal()
     notes = env.slack.add_file("F0NOTES001", "notes.txt", b"hello", mimetype="text/plain")
 
@@ -312,13 +382,13 @@ async def test_a_strangers_modal_submission_is_refused(env: Env) -> None:
     thread, message = await start_turn(
         env, "requestApproval", {"action": "Deploy v2", "reason": "Release day"}
     )
-    await env.click(message, "hitl_reject")
+    await env.click(message, "hitl_decline")
     view = await env.modal()
 
-    body = await env.submit(view, {"reason": {"value": "mine now"}}, user=STRANGER)
+    body = await env.submit(view, {"reason": {"reason": "mine now"}}, user=STRANGER)
 
     assert body["response_action"] == "update"
-    assert f"This request is for @{ALICE}" in json.dumps(body["view"])
+    assert f"This request is for <@{ALICE}>" in json.dumps(body["view"])
     record = await env.request_record(message)
     assert record.status is RequestStatus.PENDING
     audit = await env.store.list_audit(request_id=record.id)
@@ -326,6 +396,30 @@ async def test_a_strangers_modal_submission_is_refused(env: Env) -> None:
 
     await env.click(message, "hitl_approve")
     await finish(env, thread, message, answered_by(ALICE))
+
+
+async def test_a_strangers_thread_reply_answers_nothing(env: Env) -> None:
+    env.model.script(reply_tool_use("AskUserQuestion", {"question": "Which colour?"}))
+    thread = await env.mention("please ask me")
+    message = await thread.request()
+
+    await env.reply_in_thread(thread, "Red!", user=STRANGER)
+    env.model.script(reply_text("Later reply."))
+    later = await env.mention("something else")  # handled after the reply was
+    assert (await later.reply())["text"] == "Later reply."
+
+    record = await env.request_record(message)
+    assert record.status is RequestStatus.PENDING
+    audit = await env.store.list_audit(request_id=record.id)
+    assert [e for e in audit if e.action == "answer_refused"] == []  # chatting is no attempt
+    assert env.slack.ephemerals == []
+
+    env.model.script(reply_text(FINAL), reply_text("Noted."))  # and the stranger's turn
+    await env.reply_in_thread(thread, "Blue, please")
+    await thread.settled(message, answered_by(ALICE))
+    assert (await thread.reply())["text"] == FINAL
+    assert json.loads(env.tool_result(3)["content"]) == {"answer": "Blue, please"}
+    assert (await thread.reply(2))["text"] == "Noted."  # the stranger's words: a turn
 
 
 @pytest.mark.parametrize("setting", ["HITL_ADMINS", "HITL_APPROVERS"])
@@ -432,6 +526,68 @@ async def test_app_mention_and_message_for_one_slack_message_run_one_turn(env: E
     assert len(env.requests) == 2
 
 
+# -- messages people send with a subtype: a reply also sent to the channel, a file ------------
+
+DM = "D0ALICEDM01"  # Alice's direct messages with the bot
+
+
+async def test_a_thread_broadcast_reply_answers_the_question(env: Env) -> None:
+    thread, message = await start_turn(env, "AskUserQuestion", {"question": "Which colour?"})
+    text = "Blue, please"
+    msg = env.slack.add_message(
+        CHANNEL, text, user=ALICE, thread_ts=thread.ts, subtype="thread_broadcast"
+    )
+    event = message_event(text, user=ALICE, channel=CHANNEL, ts=msg["ts"], thread_ts=thread.ts)
+    event |= {"subtype": "thread_broadcast", "root": env.slack.message(CHANNEL, thread.ts)}
+    assert (await env.post(event_callback(event))).status == 200
+
+    result = await finish(env, thread, message, answered_by(ALICE))
+    assert json.loads(result["content"]) == {"answer": "Blue, please"}
+    assert (await env.request_record(message)).settled_by == ALICE
+
+
+async def test_a_direct_message_with_a_file_starts_a_turn(env: Env) -> None:
+    env.model.script(reply_text("Got your log."))
+    file = {**pdf(env, "F0DEPLOYLOG", "deploy.log"), "permalink": "https://files.example/deploy"}
+    msg = env.slack.add_message(DM, "what failed here?", user=ALICE, subtype="file_share")
+    event = message_event(
+        "what failed here?", user=ALICE, channel=DM, ts=msg["ts"], channel_type="im"
+    )
+    event |= {"subtype": "file_share", "files": [file], "upload": False, "display_as_bot": False}
+    assert (await env.post(event_callback(event))).status == 200
+
+    reply = await env.slack.wait_for(
+        lambda: [m for m in env.slack.messages(DM) if m.get("user") == BOT_USER_ID], WAIT
+    )
+    assert [m["text"] for m in reply] == ["Got your log."]
+    assert "thread_ts" not in reply[0]  # a DM outside threads is answered in the DM
+    assert last_user_text(1, env) == (
+        "what failed here?\n[file: deploy.log https://files.example/deploy]"
+    )
+    (run,) = env.requests
+    assert run.body["messages"][0]["role"] == "user"
+
+
+@pytest.mark.parametrize(
+    "notice",
+    [
+        {"subtype": "message_changed", "message": {"text": "edited", "user": ALICE}},
+        {"subtype": "message_deleted", "previous_message": {"text": "gone", "user": ALICE}},
+        {"subtype": "bot_message", "bot_id": "B0OTHERBOT1", "user": "U0OTHERBOT1"},
+        {"subtype": "channel_join"},
+    ],
+    ids=lambda notice: notice["subtype"],
+)
+async def test_notices_and_bots_messages_start_nothing(env: Env, notice: JSON) -> None:
+    msg = env.slack.add_message(DM, "hello?", user=ALICE)
+    event = message_event("hello?", user=ALICE, channel=DM, ts=msg["ts"], channel_type="im")
+    assert (await env.post(event_callback(event | notice))).status == 200
+
+    await settle_with_a_later_turn(env)
+    assert len(env.requests) == 1  # only the later turn's
+    assert [m for m in env.slack.messages(DM) if m.get("user") == BOT_USER_ID] == []
+
+
 @pytest.mark.parametrize("problem", ["bad signature", "no signature", "stale timestamp"])
 async def test_unsigned_or_stale_requests_are_refused(env: Env, problem: str) -> None:
     root = env.slack.add_message(CHANNEL, f"<@{BOT_USER_ID}> forged", user=ALICE)
@@ -498,15 +654,15 @@ async def test_clicks_are_acked_before_the_slow_work(env: Env) -> None:
     await env.slack.wait_for(lambda: env.slack.ephemerals, WAIT)  # told after
 
     env.slack.rate_limit("views.open", retry_after=1)
-    await env.click(message, "hitl_reject")
+    await env.click(message, "hitl_decline")
     assert env.slack.views == {}
     view = await env.modal()
 
     env.slack.rate_limit("chat.update", retry_after=1)
-    assert await env.submit(view, {"reason": {"value": "no"}}) == {}
+    assert await env.submit(view, {"reason": {"reason": "no"}}) == {}
     assert has_actions(env.slack.message(CHANNEL, message["ts"]))
     result = await finish(env, thread, message, "Declined")
-    assert json.loads(result["content"]) == {"approved": False, "reason": "no"}
+    assert result["is_error"] is True and "no" in result["content"]
 
 
 # -- model-written text is inert -------------------------------------------------------------------

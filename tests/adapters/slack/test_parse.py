@@ -1,34 +1,27 @@
-"""Interaction payloads in Slack's wire shape, read back; answers checked by the core's models.
+"""Interaction payloads in Slack's wire shape, read back into the core's `Interaction`.
 
-The bodies are built from what `render` produced, the way Slack echoes it back (the shapes of
-slack_bolt's own block_actions / view_submission scenario tests), so the scheme round-trips.
+The bodies are built from what `messages` and `modals` drew, the way Slack echoes them back
+(the shapes of slack_bolt's own block_actions / view_submission scenario tests), so the scheme
+round-trips; the inputs a modal gives are then read by the core's own `read_form`.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
-from adapters.slack.parse import (
-    ButtonClick,
-    ModalSubmission,
-    PayloadError,
-    answer_from_click,
-    answer_from_submission,
-    parse_block_action,
-    parse_view_submission,
-)
-from adapters.slack.render import MODAL_OF_VERB, ModalKind, Verb, render_message, render_modal
-from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS, HumanTool
-from tests.adapters.slack.blockkit_rules import interactive_elements, walk
+from adapters.slack.messages import render_message
+from adapters.slack.modals import render_modal
+from adapters.slack.parse import Click, PayloadError, parse_block_action, parse_view_submission
+from bot.human_tools import BUILTIN_TOOLS
+from bot.requests.forms import read_form
+from bot.requests.kinds import DECLINE_FORM, Verb
+from bot.requests.router import Interaction
+from tests.adapters.slack.blockkit_rules import interactive_elements
+from tests.adapters.slack.test_modals import EVERY_FORM
+from tests.adapters.slack.updates import ACTOR, REQUEST_ID, make_update
 
-REQUEST_ID = "0123456789abcdef01234567"
-ACTOR = "U123ACTOR"
 CHANNEL = "C0123CHAN"
 THREAD_TS = "1700000000.000100"
 MESSAGE_TS = "1700000005.000200"
@@ -38,40 +31,16 @@ ARGS: dict[str, dict[str, Any]] = {
     "AskUserQuestion": {"question": "Which region?"},
     "requestApproval": {"action": "Deploy", "reason": "Release 1.2"},
     "selectOption": {"question": "Pick", "options": ["red", "green", "blue"]},
-    "collectUserData": {
-        "fields": [
-            {"name": "age", "label": "Age", "type": "number"},
-            {"name": "height", "label": "Height", "type": "number"},
-            {"name": "email", "label": "Email", "type": "email"},
-            {"name": "city", "label": "City", "type": "text"},
-        ]
-    },
+    "collectUserData": {"fields": [{"name": "age", "label": "Age", "type": "number"}]},
     "uploadFile": {"purpose": "Invoice", "acceptedTypes": [".pdf", "image/png"]},
     "confirmAction": {"title": "Drop", "message": "Drop it?", "severity": "danger"},
 }
 
-
-def make_update(tool_name: str, arguments: dict[str, Any]) -> RequestUpdate:
-    now = datetime(2026, 1, 2, tzinfo=UTC)
-    return RequestUpdate(
-        state=RenderState.EXECUTING,
-        pending_id=REQUEST_ID,
-        tool_name=tool_name,
-        arguments=arguments,
-        room_id=f"{CHANNEL}:{THREAD_TS}",
-        tool_call_id="toolu_1",
-        channel_id="slack",
-        channel_type="ai",
-        actor_id=ACTOR,
-        created_at=now,
-        expires_at=now + timedelta(minutes=5),
-    )
+USER = {"id": ACTOR, "username": "ada", "name": "ada", "team_id": "T0123"}
+TEAM = {"id": "T0123", "domain": "example"}
 
 
 # -- Slack's payloads ----------------------------------------------------------------------------
-
-USER = {"id": ACTOR, "username": "ada", "name": "ada", "team_id": "T0123"}
-TEAM = {"id": "T0123", "domain": "example"}
 
 
 def _find(blocks: list[dict[str, Any]], action_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -98,13 +67,8 @@ def click_body(
     else:
         action.update(selected_option=element["options"][option])
         action.update(placeholder=element["placeholder"])
-    message = {
-        "type": "message",
-        "ts": MESSAGE_TS,
-        "user": "UBOT",
-        "bot_id": "B1",
-        "blocks": blocks,
-    }
+    message = {"type": "message", "ts": MESSAGE_TS, "user": "UBOT", "bot_id": "B1",
+               "blocks": blocks}  # fmt: skip
     container = {"type": "message", "message_ts": MESSAGE_TS, "channel_id": CHANNEL}
     if thread:
         message["thread_ts"] = container["thread_ts"] = THREAD_TS
@@ -124,17 +88,41 @@ def click_body(
     }
 
 
-def _state(element: dict[str, Any], value: Any) -> dict[str, Any]:
-    if element["type"] == "file_input":
-        return {"type": "file_input", "files": value}
-    return {"type": element["type"], "value": value}
+def _option(element: dict[str, Any], value: str) -> dict[str, Any]:
+    return next(o for o in element["options"] if o["value"] == value)
+
+
+def slack_state(element: dict[str, Any], value: Any) -> dict[str, Any]:
+    """What Slack reports in view.state for `element` when the person entered `value` (None:
+    left empty): option values for selects and radio buttons, file objects for file_input."""
+    kind = element["type"]
+    state: dict[str, Any] = {"type": kind}
+    if kind == "datepicker":
+        state["selected_date"] = value
+    elif kind == "timepicker":
+        state["selected_time"] = value
+    elif kind == "datetimepicker":
+        state["selected_date_time"] = value
+    elif kind in ("static_select", "radio_buttons"):
+        state["selected_option"] = _option(element, value) if value is not None else None
+    elif kind == "multi_static_select":
+        state["selected_options"] = [_option(element, v) for v in value or []]
+    elif kind == "users_select":
+        state["selected_user"] = value
+    elif kind == "file_input":
+        state["files"] = value or []
+    else:
+        state["value"] = value
+    return state
 
 
 def submission_body(view: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """A view_submission body for `view` with `values` (block_id -> what the person entered)."""
     state = {
         block["block_id"]: {
-            block["element"]["action_id"]: _state(block["element"], values.get(block["block_id"]))
+            block["element"]["action_id"]: slack_state(
+                block["element"], values.get(block["block_id"])
+            )
         }
         for block in view["blocks"]
         if block["type"] == "input"
@@ -176,61 +164,46 @@ def slack_file(name: str = "invoice.pdf", mimetype: str = "application/pdf") -> 
 
 
 def _blocks(tool_name: str, arguments: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    return render_message(make_update(tool_name, arguments or ARGS[tool_name])).blocks
-
-
-def _submit(kind: str, tool_name: str, values: dict[str, Any], args: dict[str, Any] | None = None,
-            tool: HumanTool | None = None) -> tuple[ModalSubmission, Any]:  # fmt: skip
-    arguments = args or ARGS.get(tool_name, {})
-    view = render_modal(kind, make_update(tool_name, arguments), tool)
-    sub = parse_view_submission(submission_body(view, values))
-    return sub, answer_from_submission(sub, arguments, tool or BUILTIN_TOOLS.get(tool_name))
+    update = make_update(tool_name, arguments or ARGS[tool_name])
+    return render_message(update, BUILTIN_TOOLS[tool_name]).blocks
 
 
 # -- clicks ----------------------------------------------------------------------------------------
 
 CLICKS = [
-    ("requestApproval", "hitl_approve", {"approved": True}),
-    ("requestApproval", "hitl_reject", None),
-    ("selectOption", "hitl_option_0", {"selectedIndex": 0, "selectedValue": "red"}),
-    ("selectOption", "hitl_option_2", {"selectedIndex": 2, "selectedValue": "blue"}),
-    ("confirmAction", "hitl_confirm", {"confirmed": True}),
-    ("confirmAction", "hitl_cancel", {"confirmed": False}),
-    ("AskUserQuestion", "hitl_answer", None),
-    ("collectUserData", "hitl_open_form", None),
-    ("uploadFile", "hitl_upload", None),
+    ("requestApproval", "hitl_approve", Verb.APPROVE, {}, False),
+    ("requestApproval", "hitl_decline", Verb.DECLINE, {}, False),
+    ("selectOption", "hitl_choose_0", Verb.CHOOSE, {"choice": "0"}, True),
+    ("selectOption", "hitl_choose_2", Verb.CHOOSE, {"choice": "2"}, True),
+    ("confirmAction", "hitl_confirm", Verb.CONFIRM, {}, False),
+    ("confirmAction", "hitl_cancel", Verb.CANCEL, {}, False),
+    ("AskUserQuestion", "hitl_answer", Verb.ANSWER, {}, False),
+    ("collectUserData", "hitl_submit", Verb.SUBMIT, {}, False),
+    ("uploadFile", "hitl_submit", Verb.SUBMIT, {}, False),
+    ("uploadFile", "hitl_decline", Verb.DECLINE, {}, False),
 ]
 
 
-@pytest.mark.parametrize(("tool_name", "action_id", "answer"), CLICKS)
-def test_every_button_round_trips(tool_name: str, action_id: str, answer: Any) -> None:
-    click = parse_block_action(click_body(_blocks(tool_name), action_id))
-    assert click.request_id == REQUEST_ID
-    assert click.action_id == action_id
-    result = answer_from_click(click, ARGS[tool_name], tool_name)
-    if answer is None:
-        assert result is None
-        assert click.verb in MODAL_OF_VERB
-    else:
-        assert result is not None
-        assert json.loads(result) == answer
-        # What the core will accept: its own validator, unchanged.
-        assert json.loads(BUILTIN_TOOLS[tool_name].parse_answer(ARGS[tool_name], result)) == answer
+@pytest.mark.parametrize(("tool_name", "action_id", "verb", "inputs", "submitted"), CLICKS)
+def test_every_button_round_trips(
+    tool_name: str, action_id: str, verb: Verb, inputs: dict[str, Any], submitted: bool
+) -> None:
+    interaction = parse_block_action(click_body(_blocks(tool_name), action_id)).interaction
+    assert interaction == Interaction(
+        REQUEST_ID, ACTOR, verb, inputs, submitted=submitted, surface="slack", name="ada"
+    )
 
 
 def test_click_carries_who_where_and_trigger() -> None:
     click = parse_block_action(click_body(_blocks("requestApproval"), "hitl_approve"))
-    assert click == ButtonClick(
-        request_id=REQUEST_ID,
-        verb=Verb.APPROVE,
-        action_id="hitl_approve",
-        option_index=None,
-        user_id=ACTOR,
+    assert click == Click(
+        interaction=Interaction(
+            REQUEST_ID, ACTOR, Verb.APPROVE, {}, submitted=False, surface="slack", name="ada"
+        ),
         trigger_id=TRIGGER,
         channel_id=CHANNEL,
         message_ts=MESSAGE_TS,
         thread_ts=THREAD_TS,
-        response_url="https://hooks.slack.com/actions/T0123/1/x",
     )
 
 
@@ -241,50 +214,31 @@ def test_click_outside_a_thread_has_no_thread_ts() -> None:
 
 def test_static_select_round_trips_through_block_id() -> None:
     args = {"question": "Pick", "options": [f"o{i}" for i in range(7)]}
-    body = click_body(_blocks("selectOption", args), "hitl_select", option=6)
-    click = parse_block_action(body)
-    assert (click.request_id, click.verb, click.option_index) == (REQUEST_ID, Verb.SELECT, 6)
-    answer = answer_from_click(click, args, "selectOption")
-    assert answer is not None
-    assert json.loads(answer) == {"selectedIndex": 6, "selectedValue": "o6"}
-
-
-def test_modal_verbs_name_their_modal() -> None:
-    assert MODAL_OF_VERB == {
-        Verb.REJECT: ModalKind.REJECT_REASON,
-        Verb.ANSWER: ModalKind.ANSWER,
-        Verb.OPEN_FORM: ModalKind.FORM,
-        Verb.UPLOAD: ModalKind.UPLOAD,
-    }
-
-
-def test_custom_tool_answer_button_opens_a_modal() -> None:
-    blocks = render_message(make_update("lookupTicket", {"t": 1})).blocks
-    click = parse_block_action(click_body(blocks, "hitl_answer"))
-    assert answer_from_click(click, {"t": 1}, "lookupTicket") is None
+    body = click_body(_blocks("selectOption", args), "hitl_choose", option=6)
+    interaction = parse_block_action(body).interaction
+    assert (interaction.request_id, interaction.verb) == (REQUEST_ID, Verb.CHOOSE)
+    assert (interaction.inputs, interaction.submitted) == ({"choice": "6"}, True)
 
 
 @pytest.mark.parametrize(
-    ("tool_name", "action_id", "arguments"),
+    ("action", "verb", "inputs"),
     [
-        ("requestApproval", "hitl_approve", {"question": "q", "options": ["a"]}),
-        ("confirmAction", "hitl_confirm", ARGS["requestApproval"]),
-        ("AskUserQuestion", "hitl_answer", ARGS["requestApproval"]),
+        ({"action_id": "hitl_reject"}, Verb.DECLINE, {}),
+        ({"action_id": "hitl_option_1"}, Verb.CHOOSE, {"choice": "1"}),
+        ({"action_id": "hitl_open_form"}, Verb.SUBMIT, {}),
+        ({"action_id": "hitl_upload"}, Verb.SUBMIT, {}),
+        ({"action_id": "hitl_select", "type": "static_select",
+          "block_id": f"hitl_actions:{REQUEST_ID}", "selected_option": {"value": "3"}},
+         Verb.CHOOSE, {"choice": "3"}),
     ],
-)
-def test_a_verb_of_another_tool_is_refused(
-    tool_name: str, action_id: str, arguments: dict[str, Any]
+)  # fmt: skip
+def test_buttons_of_messages_posted_before_the_upgrade_still_work(
+    action: dict[str, Any], verb: Verb, inputs: dict[str, Any]
 ) -> None:
-    click = parse_block_action(click_body(_blocks(tool_name), action_id))
-    other = {"hitl_approve": "selectOption", "hitl_confirm": "requestApproval"}
-    with pytest.raises(PayloadError):
-        answer_from_click(click, arguments, other.get(action_id, "requestApproval"))
-
-
-def test_an_option_not_offered_is_refused() -> None:
-    click = parse_block_action(click_body(_blocks("selectOption"), "hitl_option_2"))
-    with pytest.raises(PayloadError, match="not offered"):
-        answer_from_click(click, {"question": "q", "options": ["only"]}, "selectOption")
+    interaction = parse_block_action(_with_action(**action)).interaction
+    assert (interaction.request_id, interaction.verb, interaction.inputs) == (
+        REQUEST_ID, verb, inputs,
+    )  # fmt: skip
 
 
 def _with_action(**action: Any) -> dict[str, Any]:
@@ -297,16 +251,11 @@ def _with_action(**action: Any) -> dict[str, Any]:
     "body",
     [
         _with_action(action_id="someone_elses_button"),
-        _with_action(action_id="hitl_option"),
-        _with_action(action_id="hitl_option_x"),
         _with_action(action_id="hitl_frobnicate"),
+        _with_action(action_id="hitl_choose_x"),
         _with_action(value=""),
-        _with_action(type="static_select", action_id="hitl_select", block_id="other"),
-        _with_action(
-            action_id="hitl_select",
-            block_id=f"hitl_actions:{REQUEST_ID}",
-            selected_option={"value": "-1"},
-        ),
+        _with_action(type="static_select", action_id="hitl_choose", block_id="other"),
+        _with_action(type="static_select", action_id="hitl_choose", selected_option=None),
         {**_with_action(), "user": {}},
         {**_with_action(), "actions": []},
         {"type": "block_actions"},
@@ -319,129 +268,79 @@ def test_foreign_or_broken_clicks_are_refused(body: dict[str, Any]) -> None:
 
 # -- modal submissions -------------------------------------------------------------------------
 
-
-def test_submission_carries_kind_request_user_and_values() -> None:
-    view = render_modal("form", make_update("collectUserData", ARGS["collectUserData"]))
-    values = {"age": "42", "height": "1.75", "email": "a@b.co", "city": "Oslo"}
-    sub = parse_view_submission(submission_body(view, values))
-    assert sub.kind is ModalKind.FORM
-    assert (sub.request_id, sub.user_id, sub.view_id) == (REQUEST_ID, ACTOR, "V0123")
-    assert sub.values == values  # numbers stay strings, as Slack sends them
-
-
-def test_form_answer_is_typed_by_the_core_model() -> None:
-    values = {"age": "42", "height": "1.75", "email": "a@b.co", "city": "Oslo & <b>"}
-    _, answer = _submit("form", "collectUserData", values)
-    assert json.loads(answer) == {
-        "age": 42,
-        "height": 1.75,
-        "email": "a@b.co",
-        "city": "Oslo & <b>",
-    }
-    assert BUILTIN_TOOLS["collectUserData"].parse_answer(ARGS["collectUserData"], answer) == answer
+EVERY_VALUE = {
+    "name": "Ada & <b>",
+    "notes": None,  # optional, left empty
+    "height": "1.75",
+    "age": "36",
+    "email": "ada@example.com",
+    "site": "https://ada.example",
+    "day": "2026-01-02",
+    "at": "09:30",
+    "when": 1767346200,
+    "agree": "true",
+    "size": "1",
+    "tags": ["0", "2"],
+    "owner": "U0OWNER01",
+    "file": [slack_file()],
+}
 
 
-def test_form_errors_land_on_their_fields() -> None:
-    values = {"age": "abc", "height": "2", "email": "nope", "city": None}
-    _, answer = _submit("form", "collectUserData", values)
-    assert answer == {
-        "age": "Enter a number",
-        "email": "Enter a valid email address",
-        "city": "Required",
-    }
-
-
-def test_reject_reason_is_optional() -> None:
-    _, with_reason = _submit("reject_reason", "requestApproval", {"reason": "  too risky \n"})
-    assert json.loads(with_reason) == {"approved": False, "reason": "too risky"}
-    _, without = _submit("reject_reason", "requestApproval", {"reason": None})
-    assert json.loads(without) == {"approved": False}
-
-
-def test_question_answer_and_blank_answer() -> None:
-    _, answer = _submit("answer", "AskUserQuestion", {"answer": "eu-west"})
-    assert json.loads(answer) == {"answer": "eu-west"}
-    _, blank = _submit("answer", "AskUserQuestion", {"answer": "   "})
-    assert blank == {"answer": "Required"}
-
-
-class Ticket(BaseModel):
-    status: str
-    priority: int
-
-
-class Note(BaseModel):
-    note: str
-
-
-def test_custom_tool_with_several_answer_fields_takes_json() -> None:
-    tool = HumanTool("lookupTicket", "d", BaseModel, Ticket)
-    _, prose = _submit("answer", "lookupTicket", {"answer": "it is open"}, {"t": 1}, tool)
-    assert prose == {"answer": "Answer with a JSON object"}
-    _, partial = _submit("answer", "lookupTicket", {"answer": '{"status": "open"}'}, {"t": 1}, tool)
-    assert isinstance(partial, dict) and "priority" in partial["answer"]
-    _, good = _submit(
-        "answer", "lookupTicket", {"answer": '{"status": "open", "priority": 2}'}, {"t": 1}, tool
-    )
-    assert json.loads(good) == {"status": "open", "priority": 2}
-
-
-def test_custom_tool_with_one_text_field_wraps_the_text() -> None:
-    tool = HumanTool("takeNote", "d", BaseModel, Note)
-    _, answer = _submit("answer", "takeNote", {"answer": "remember"}, {"t": 1}, tool)
-    assert json.loads(answer) == {"note": "remember"}
-
-
-def test_custom_tool_without_a_model_gets_the_text() -> None:
-    _, answer = _submit("answer", "freeform", {"answer": "just <text>"}, {"t": 1})
-    assert answer == "just <text>"
-
-
-def test_upload_answer_from_the_slack_file() -> None:
-    sub, answer = _submit("upload", "uploadFile", {"file": [slack_file()]})
-    assert sub.values["file"] == [slack_file()]
-    assert json.loads(answer) == {
-        "fileName": "invoice.pdf",
-        "fileSize": 12345,
+def test_every_field_kind_is_read_back_as_the_core_reads_it() -> None:
+    view = render_modal(EVERY_FORM, Verb.SUBMIT, REQUEST_ID)
+    submission = parse_view_submission(submission_body(view, EVERY_VALUE))
+    interaction = submission.interaction
+    assert (interaction.request_id, interaction.user_id) == (REQUEST_ID, ACTOR)
+    assert (interaction.verb, interaction.submitted) == (Verb.SUBMIT, True)
+    assert submission.fields == tuple(f.name for f in EVERY_FORM.fields)
+    file = {
+        "name": "invoice.pdf",
+        "size": 12345,
         "url": "https://files.slack.com/files-pri/T0123-F0123/invoice.pdf",
+        "mimetype": "application/pdf",
     }
-    assert BUILTIN_TOOLS["uploadFile"].parse_answer(ARGS["uploadFile"], answer) == answer
+    assert interaction.inputs == {**EVERY_VALUE, "agree": True, "file": file}
+    read = read_form(EVERY_FORM, interaction.inputs)
+    assert read.errors == {}
+    assert read.values == {
+        "name": "Ada & <b>", "height": 1.75, "age": 36, "email": "ada@example.com",
+        "site": "https://ada.example", "day": "2026-01-02", "at": "09:30",
+        "when": "2026-01-02T09:30+00:00", "agree": True, "size": "M", "tags": ["red", "blue"],
+        "owner": "U0OWNER01", "file": file,
+    }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("files", "accepted", "error"),
-    [
-        ([slack_file("tool.exe", "application/octet-stream")], [".pdf"], "Accepted file types"),
-        ([], [".pdf"], "Upload a file"),
-        (None, [], "Upload a file"),
-        ([{**slack_file(), "size": None}], [], "fileSize"),
-    ],
-)
-def test_upload_errors_land_on_the_file_input(files: Any, accepted: list[str], error: str) -> None:
-    args = {"purpose": "p", "acceptedTypes": accepted}
-    _, answer = _submit("upload", "uploadFile", {"file": files}, args)
-    assert isinstance(answer, dict) and list(answer) == ["file"]
-    assert error in answer["file"]
+def test_an_empty_form_is_read_as_left_empty() -> None:
+    view = render_modal(EVERY_FORM, Verb.SUBMIT, REQUEST_ID)
+    inputs = parse_view_submission(submission_body(view, {})).interaction.inputs
+    assert read_form(EVERY_FORM, inputs).errors == {
+        f.name: "Required" for f in EVERY_FORM.fields if f.required
+    }
 
 
-def test_upload_accepts_a_mime_type_entry() -> None:
-    args = {"purpose": "p", "acceptedTypes": ["application/pdf"]}
-    _, answer = _submit("upload", "uploadFile", {"file": [slack_file("Report.PDF")]}, args)
-    assert json.loads(answer)["fileName"] == "Report.PDF"
+def test_a_no_is_an_answer() -> None:
+    view = render_modal(EVERY_FORM, Verb.SUBMIT, REQUEST_ID)
+    inputs = parse_view_submission(submission_body(view, {"agree": "false"})).interaction.inputs
+    assert inputs["agree"] is False
 
 
-def test_the_core_check_of_the_file_has_the_last_word() -> None:
-    # The adapter lets the file through on its MIME type; uploadFile's own check_answer (by
-    # extension) refuses it, and that verdict lands on the file input too.
-    args = {"purpose": "p", "acceptedTypes": ["application/x-ledger"]}
-    file = slack_file("books", "application/x-ledger")
-    _, answer = _submit("upload", "uploadFile", {"file": [file]}, args)
-    assert isinstance(answer, dict) and "not one of the accepted types" in answer["file"]
+def test_the_decline_reason_is_read_back() -> None:
+    view = render_modal(DECLINE_FORM, Verb.DECLINE, REQUEST_ID)
+    submission = parse_view_submission(submission_body(view, {"reason": "Not on a Friday"}))
+    assert submission.interaction.verb is Verb.DECLINE
+    assert submission.interaction.inputs == {"reason": "Not on a Friday"}
+    assert submission.view_id == "V0123"
+
+
+def test_a_modal_of_before_the_upgrade_still_works() -> None:
+    view = render_modal(DECLINE_FORM, Verb.DECLINE, REQUEST_ID)
+    body = submission_body(view, {"reason": "no"})
+    body["view"]["callback_id"] = "hitl_modal:reject_reason"
+    assert parse_view_submission(body).interaction.verb is Verb.DECLINE
 
 
 def _submission(**view: Any) -> dict[str, Any]:
-    modal = render_modal("answer", make_update("AskUserQuestion", ARGS["AskUserQuestion"]))
-    body = submission_body(modal, {"answer": "x"})
+    body = submission_body(render_modal(DECLINE_FORM, Verb.DECLINE, REQUEST_ID), {"reason": "x"})
     body["view"] = {**body["view"], **view}
     return body
 
@@ -462,21 +361,6 @@ def test_foreign_or_broken_submissions_are_refused(body: dict[str, Any]) -> None
 
 
 def test_state_without_values_reads_as_empty() -> None:
-    sub = parse_view_submission(_submission(state={}))
-    assert sub.values == {}
-    assert answer_from_submission(sub, ARGS["AskUserQuestion"], None) == {"answer": "Required"}
-
-
-def test_every_modal_input_is_read_back() -> None:
-    """Each input block the modals render comes back under its block_id."""
-    for kind, tool_name in [
-        ("reject_reason", "requestApproval"),
-        ("answer", "AskUserQuestion"),
-        ("form", "collectUserData"),
-        ("upload", "uploadFile"),
-    ]:
-        view = render_modal(kind, make_update(tool_name, ARGS[tool_name]))
-        inputs = [b["block_id"] for b in view["blocks"] if b["type"] == "input"]
-        sub = parse_view_submission(submission_body(view, dict.fromkeys(inputs, "v")))
-        assert sorted(sub.values) == sorted(inputs)
-        assert [n for n in walk(view) if n == f"hitl_modal:{kind}"]
+    submission = parse_view_submission(_submission(state={}))
+    assert submission.interaction.inputs == {}
+    assert submission.fields == ("reason",)  # from the view's blocks

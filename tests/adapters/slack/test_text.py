@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from adapters.slack.text import ELLIPSIS, escape, fit, length, truncate
+from adapters.slack.text import (
+    ELLIPSIS,
+    SLACK,
+    escape,
+    fit,
+    length,
+    mention,
+    slack_date,
+    truncate,
+)
+from bot.requests.wording import Phrase
 
 
 @pytest.mark.parametrize(
@@ -77,3 +89,34 @@ def test_fit_escapes_then_cuts() -> None:
     assert out.startswith("&lt;&lt;")
     assert "<" not in out
     assert length(out) <= 10
+
+
+# -- people, moments and the core's phrases ------------------------------------------------------
+
+
+def test_slack_date_format() -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    expected = (
+        f"<!date^{int(when.timestamp())}^{{date_short_pretty}} {{time}}|2026-01-02 03:04 UTC>"
+    )
+    assert slack_date(when) == expected
+    assert slack_date(when.replace(tzinfo=None)) == expected  # naive is taken as UTC
+
+
+@pytest.mark.parametrize(
+    ("user_id", "shown"),
+    [
+        ("U0ALICE001", "<@U0ALICE001>"),
+        ("W0ENTERPRISE", "<@W0ENTERPRISE>"),
+        ("29:teams<user>", "29:teams&lt;user&gt;"),  # another surface's id: text, escaped
+        ("alice", "alice"),
+    ],
+)
+def test_mention_only_slack_users(user_id: str, shown: str) -> None:
+    assert mention(user_id) == shown
+
+
+def test_a_phrase_in_slack_escapes_its_words_and_formats_people_and_moments() -> None:
+    when = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
+    phrase = Phrase("<b> & {who} at {at}", {"who": "U0ALICE001"}, {"at": when})
+    assert phrase.render(SLACK) == f"&lt;b&gt; &amp; <@U0ALICE001> at {slack_date(when)}"

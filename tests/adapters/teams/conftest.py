@@ -156,25 +156,33 @@ def invoke_activity(
 # -- cards ---------------------------------------------------------------------------------------
 
 
+def _walk(node: Any) -> Any:
+    """Every dict of a card, depth first, in order."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _walk(item)
+
+
+def executes(card: Mapping[str, Any]) -> list[JSON]:
+    """A card's Action.Execute buttons, on the card or in the cards its buttons show, in order
+    (not the refresh clause's)."""
+    parts = [card.get("body"), card.get("actions")]
+    return [n for n in _walk(parts) if n.get("type") == "Action.Execute"]
+
+
 def verbs(card: Mapping[str, Any]) -> list[str]:
-    """The verbs of a card's buttons."""
-    return [a["verb"] for a in card.get("actions") or [] if a.get("type") == "Action.Execute"]
+    """The verbs of a card's buttons (a form's submit included)."""
+    return [a["verb"] for a in executes(card)]
 
 
 def inputs_of(card: Mapping[str, Any]) -> dict[str, JSON]:
-    """A card's inputs by id."""
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            if str(node.get("type", "")).startswith("Input."):
-                yield node
-            for value in node.values():
-                yield from walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from walk(item)
-
-    return {node["id"]: node for node in walk(card.get("body"))}
+    """A card's inputs by id, in its body and in the cards its buttons show."""
+    parts = [card.get("body"), card.get("actions")]
+    return {n["id"]: n for n in _walk(parts) if str(n.get("type", "")).startswith("Input.")}
 
 
 def is_live(card: Mapping[str, Any]) -> bool:
@@ -187,7 +195,7 @@ def request_id_of(card: Mapping[str, Any]) -> str:
     refresh = card.get("refresh")
     if refresh:
         return str(refresh["action"]["data"]["request_id"])
-    return str(card["actions"][0]["data"]["request_id"])
+    return str(executes(card)[0]["data"]["request_id"])
 
 
 def text_of(card: Mapping[str, Any]) -> str:

@@ -1,27 +1,25 @@
-"""Adaptive Cards: every tool in every state, live and read-only, adversarial inputs, the schema."""
+"""Adaptive Cards: the core's view of every tool in every state, live and read-only, drawn;
+adversarial inputs, the byte budget, the AC 1.5 schema and the rules a schema cannot say."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from adapters.teams.cards import (
-    byte_length,
-    cut,
-    plain_text,
-    render_card,
-    teams_date,
-    teams_text,
-)
+from adapters.teams.cards import Drawing, render_card
+from adapters.teams.inputs import Filled
+from adapters.teams.text import TeamsFormatter, byte_length, cut, plain_text, teams_text
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS, EMAIL, HumanTool
+from bot.human_tools import BUILTIN_TOOLS, HumanTool
+from bot.requests.forms import EMAIL, URL
+from bot.requests.kinds import Verb
+from bot.requests.view import build_view
+from bot.requests.wording import Phrase
 from tests.adapters.teams.card_rules import (
     SCHEMA,
     assert_valid_card,
@@ -36,18 +34,20 @@ from tests.adapters.teams.card_rules import (
     schema_problems,
     walk,
 )
+from tests.conformance import conformance_file
 
 REQUEST_ID = "0123456789abcdef01234567"
-ACTOR = "29:1actor-aad"
-ANSWERER = "29:1answerer-aad"
+ACTOR = "aad-actor"
+ANSWERER = "aad-answerer"
 CREATED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-REFRESH = [ACTOR, "29:1approver"]
-# Everything a model could slip in to ping, hide a link, fake markup or one of our dates.
+REFRESH = ["29:1actor", "29:1approver"]
+# Everything a model could slip in to ping, hide a link, fake markup or a card function.
 MARK = (
     "[click](https://evil.example) <at>Everyone</at> **bold** _it_ <b>x</b> &lt;at&gt; "
     "{{DATE(1999-01-01T00:00:00Z, SHORT)}} ![img](https://evil.example/i.png) \\*"
 )
 BUDGET = 24_000  # the adapter's promise: well under Teams's ~28 KB
+NAMES = {ACTOR: "Ada " + MARK, ANSWERER: "Bob " + MARK}
 
 
 def make_update(
@@ -61,7 +61,7 @@ def make_update(
         "pending_id": REQUEST_ID,
         "tool_name": tool_name,
         "arguments": arguments,
-        "room_id": "19:conversation;messageid=1",
+        "room_id": "teams:19:conversation;messageid=1",
         "tool_call_id": "toolu_1",
         "channel_id": "teams",
         "channel_type": "ai",
@@ -77,188 +77,133 @@ def make_update(
     return RequestUpdate(**fields)
 
 
+def fmt(names: dict[str, str] | None = None) -> TeamsFormatter:
+    known = NAMES if names is None else names
+    return TeamsFormatter(known.get)
+
+
+def draw(
+    tool_name: str,
+    arguments: dict[str, Any],
+    state: RenderState = RenderState.EXECUTING,
+    *,
+    tool: HumanTool | None = None,
+    live: bool = True,
+    names: dict[str, str] | None = None,
+    **drawing: Any,
+) -> dict[str, Any]:
+    update = make_update(tool_name, arguments, state, **drawing.pop("changes", {}))
+    tool = tool or BUILTIN_TOOLS.get(tool_name)
+    return render_card(update, tool, live=live, drawing=Drawing(fmt=fmt(names), **drawing))
+
+
 class TicketAnswer(BaseModel):
     status: str
     priority: int
 
 
+class Note(BaseModel):
+    note: str
+
+
 CUSTOM_TOOL = HumanTool(
     "lookupTicket", "Ask for a ticket's status " + MARK, BaseModel, TicketAnswer
 )
+ALL_KINDS = ["text", "long_text", "number", "integer", "email", "url", "date", "time",
+             "datetime", "boolean", "choice", "choices", "user"]  # fmt: skip
 
-FIELDS = [
-    {"name": "age", "label": "Age", "type": "number"},
-    {"name": "email", "label": "Email", "type": "email"},
-    {"name": "city", "label": "City " + MARK},
-]
+
+def field_of(kind: str, i: int = 0, label: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": f"{kind}_{i}", "label": label or kind.title(), "type": kind}
+    if kind in ("choice", "choices"):
+        spec["options"] = [f"{MARK[:40]} {n}" for n in range(3)]
+    return spec
+
+
+EVERY_KIND = [field_of(kind) for kind in ALL_KINDS]
 
 
 def _many_fields(n: int) -> list[dict[str, Any]]:
-    kinds = ["text", "number", "email"]
-    return [{"name": f"f{i}", "label": f"{MARK} {i}", "type": kinds[i % 3]} for i in range(n)]
+    return [field_of(ALL_KINDS[i % 13], i, f"{MARK} {i}") for i in range(n)]
 
 
-# (case id, tool name, arguments, the stored answer when complete, the HumanTool if any)
+def _wide_choices() -> list[dict[str, Any]]:
+    options = [f"{'😀' * 140} {n}" for n in range(100)]
+    return [{"name": f"c{i}", "label": "😀" * 200, "type": "choices", "options": options,
+             "description": "😀" * 300} for i in range(20)]  # fmt: skip
+
+
+# (case id, tool name, arguments, the stored answer when complete, a custom HumanTool)
 CASES: list[tuple[str, str, dict[str, Any], str, HumanTool | None]] = [
     ("ask", "AskUserQuestion", {"question": "Which region? " + MARK}, '{"answer":"eu"}', None),
-    (
-        "ask-10k",
-        "AskUserQuestion",
-        {"question": "q" * 10_000},
-        json.dumps({"answer": "a" * 10_000}),
-        None,
-    ),
-    (
-        "ask-huge",
-        "AskUserQuestion",
-        {"question": MARK * 120},
-        json.dumps({"answer": MARK * 80}),
-        None,
-    ),
+    ("ask-10k", "AskUserQuestion", {"question": "q" * 10_000},
+     json.dumps({"answer": "a" * 10_000}), None),
+    ("ask-huge", "AskUserQuestion", {"question": MARK * 120}, json.dumps({"answer": MARK * 80}),
+     None),
     ("ask-emoji", "AskUserQuestion", {"question": "😀" * 10_000}, '{"answer":"😀"}', None),
     ("ask-empty", "AskUserQuestion", {"question": ""}, '{"answer":" "}', None),
-    (
-        "approval",
-        "requestApproval",
-        {"action": "Deploy " + MARK, "reason": "Release " + MARK},
-        json.dumps({"approved": False, "reason": MARK}),
-        None,
-    ),
-    (
-        "approval-huge",
-        "requestApproval",
-        {"action": MARK * 100, "reason": "&" * 10_000},
-        '{"approved":true}',
-        None,
-    ),
-    (
-        "select-3",
-        "selectOption",
-        {"question": "Pick " + MARK, "options": ["a " + MARK, "b", "c"]},
-        json.dumps({"selectedIndex": 0, "selectedValue": "a " + MARK}),
-        None,
-    ),
-    (
-        "select-6",
-        "selectOption",
-        {"question": "Pick", "options": [f"option {i}" for i in range(6)]},
-        '{"selectedIndex":5,"selectedValue":"option 5"}',
-        None,
-    ),
-    (
-        "select-100",
-        "selectOption",
-        {"question": "q" * 10_000, "options": ["😀" * 500 for _ in range(100)]},
-        json.dumps({"selectedIndex": 99, "selectedValue": "😀" * 500}),
-        None,
-    ),
-    (
-        "select-200",
-        "selectOption",
-        {"question": MARK * 100, "options": [f"{MARK} {i}" * 6 for i in range(200)]},
-        json.dumps({"selectedIndex": 150, "selectedValue": MARK}),
-        None,
-    ),
-    (
-        "form",
-        "collectUserData",
-        {"fields": FIELDS},
-        json.dumps({"age": 42, "email": "a@b.co", "city": MARK}),
-        None,
-    ),
-    (
-        "form-reserved-names",
-        "collectUserData",
-        {"fields": [{"name": "reason", "label": "Reason"}, {"name": "request_id", "label": "Id"}]},
-        '{"reason":"r","request_id":"x"}',
-        None,
-    ),
-    (
-        "form-30",
-        "collectUserData",
-        {"fields": _many_fields(30)},
-        json.dumps({f"f{i}": MARK for i in range(30)}),
-        None,
-    ),
-    (
-        "form-40",
-        "collectUserData",
-        {"fields": _many_fields(40)},
-        json.dumps({f"f{i}": MARK * 20 for i in range(40)}),
-        None,
-    ),
-    (
-        "form-odd-fields",
-        "collectUserData",
-        {"fields": ["x", {"name": "1bad"}, {"name": "ok", "label": ""}, {"name": "ok"}, 7]},
-        '{"ok":"fine"}',
-        None,
-    ),
-    (
-        "upload",
-        "uploadFile",
-        {"purpose": "Invoice " + MARK, "acceptedTypes": [".PDF", "image/png", MARK]},
-        json.dumps(
-            {"fileName": MARK + ".pdf", "fileSize": 0, "url": "https://x.sharepoint.com/a?b=1&c=2"}
-        ),
-        None,
-    ),
-    (
-        "upload-evil-url",
-        "uploadFile",
-        {"purpose": "x", "acceptedTypes": []},
-        json.dumps({"fileName": "a.pdf", "fileSize": 5, "url": "https://x/<at>Everyone</at>"}),
-        None,
-    ),
-    (
-        "confirm-danger",
-        "confirmAction",
-        {"title": "T" * 300 + MARK, "message": MARK * 200, "severity": "danger"},
-        '{"confirmed":true}',
-        None,
-    ),
-    (
-        "confirm-warning",
-        "confirmAction",
-        {"title": "Heads up " + MARK, "message": "Sure? " + MARK, "severity": "warning"},
-        '{"confirmed":false}',
-        None,
-    ),
-    (
-        "confirm-info",
-        "confirmAction",
-        {"title": "Go", "message": "Go on?"},
-        '{"confirmed":true}',
-        None,
-    ),
-    (
-        "custom",
-        "lookupTicket",
-        {"ticket": MARK, "n": 5, "nested": {"a": [1, 2]}, MARK: "key injection"},
-        json.dumps({"status": MARK, "priority": 2}),
-        CUSTOM_TOOL,
-    ),
+    ("approval", "requestApproval", {"action": "Deploy " + MARK, "reason": "Release " + MARK},
+     json.dumps({"approved": False, "reason": MARK}), None),
+    ("approval-huge", "requestApproval", {"action": MARK * 100, "reason": "&" * 10_000},
+     '{"approved":true}', None),
+    ("select-3", "selectOption", {"question": "Pick " + MARK, "options": ["a " + MARK, "b", "c"]},
+     json.dumps({"selectedIndex": 0, "selectedValue": "a " + MARK}), None),
+    ("select-100", "selectOption", {"question": "q" * 10_000, "options": ["😀" * 500] * 100},
+     json.dumps({"selectedIndex": 99, "selectedValue": "😀" * 500}), None),
+    ("select-200", "selectOption",
+     {"question": MARK * 100, "options": [f"{MARK} {i}" * 6 for i in range(200)]},
+     json.dumps({"selectedIndex": 150, "selectedValue": MARK}), None),
+    ("form-every-kind", "collectUserData", {"fields": EVERY_KIND},
+     json.dumps({"text_0": MARK, "number_0": 4.5, "boolean_0": True, "choices_0": ["a"]}), None),
+    ("form-reserved-names", "collectUserData",
+     {"fields": [{"name": "reason", "label": "Reason"}, {"name": "request_id", "label": "Id"}]},
+     '{"reason":"r","request_id":"x"}', None),
+    ("form-20", "collectUserData", {"fields": _many_fields(20)},
+     json.dumps({f"f{i}": MARK for i in range(20)}), None),
+    ("form-40", "collectUserData", {"fields": _many_fields(40)},
+     json.dumps({f"f{i}": MARK * 20 for i in range(40)}), None),
+    ("form-wide-choices", "collectUserData", {"fields": _wide_choices()}, "{}", None),
+    ("form-odd-fields", "collectUserData",
+     {"fields": ["x", {"name": "1bad"}, {"name": "ok", "label": ""}, {"name": "ok"}, 7]},
+     '{"ok":"fine"}', None),
+    ("upload", "uploadFile", {"purpose": "Invoice " + MARK, "acceptedTypes": [".PDF", MARK]},
+     json.dumps({"fileName": MARK + ".pdf", "fileSize": 0, "url": "https://x.example/a?b=1&c=2"}),
+     None),
+    ("upload-evil-url", "uploadFile", {"purpose": "x", "acceptedTypes": []},
+     json.dumps({"fileName": "a.pdf", "fileSize": 5, "url": "https://x/<at>Everyone</at>"}), None),
+    ("confirm-danger", "confirmAction",
+     {"title": "T" * 300 + MARK, "message": MARK * 200, "severity": "danger"},
+     '{"confirmed":true}', None),
+    ("confirm-warning", "confirmAction",
+     {"title": "Heads up " + MARK, "message": "Sure? " + MARK, "severity": "warning"},
+     '{"confirmed":false}', None),
+    ("custom", "lookupTicket",
+     {"ticket": MARK, "n": 5, "nested": {"a": [1, 2]}, MARK: "key injection"},
+     json.dumps({"status": MARK, "priority": 2}), CUSTOM_TOOL),
     ("custom-no-tool", "whatever" + MARK, {"x": "y"}, "free text " + MARK, None),
-    (
-        "custom-many-args",
-        "x" * 300,
-        {f"arg{i}" + MARK: MARK * 100 for i in range(500)},
-        json.dumps({f"k{i}": MARK * 100 for i in range(100)}),
-        None,
-    ),
+    ("custom-many-args", "x" * 300, {f"arg{i}" + MARK: MARK * 100 for i in range(500)},
+     json.dumps({f"k{i}": MARK * 100 for i in range(100)}), None),
     ("custom-empty", "emptyTool", {}, "", None),
     *[(f"{name}-no-args", name, {}, "not json", None) for name in BUILTIN_TOOLS],
-]
+]  # fmt: skip
 CASE_IDS = [case[0] for case in CASES]
-NOTHING_TO_SEND = {"selectOption-no-args", "collectUserData-no-args"}  # only Decline is left
+OPEN = {  # the verb whose form an Invalid outcome leaves open, per tool
+    "AskUserQuestion": Verb.ANSWER,
+    "selectOption": Verb.CHOOSE,
+    "collectUserData": Verb.SUBMIT,
+    "uploadFile": Verb.SUBMIT,
+    "requestApproval": Verb.DECLINE,
+    "confirmAction": Verb.DECLINE,
+}
 
-# How each card is rendered: (variant id, live, refresh ids, error, values)
-VARIANTS: list[tuple[str, bool, list[str], Any, dict[str, str] | None]] = [
-    ("live", True, [], None, None),
-    ("live-refresh", True, REFRESH, None, None),
-    ("read-only-refresh", False, REFRESH, None, None),
-    # The largest a live card gets: 60 long refresh ids, a long error, long values to put back.
-    ("live-worst", True, [f"29:{i:090d}" for i in range(60)], MARK * 50, None),
+# How each card is drawn: (variant id, live, refresh ids, notice, the form left open)
+VARIANTS: list[tuple[str, bool, list[str], str | None, bool]] = [
+    ("live", True, [], None, False),
+    ("live-refresh", True, REFRESH, None, False),
+    ("read-only-refresh", False, REFRESH, None, False),
+    # The largest a card gets: 60 long refresh ids, a long notice, the form open with every
+    # input filled in at its longest and an error under every field.
+    ("live-worst", True, [f"29:{i:090d}" for i in range(60)], MARK * 50, True),
 ]
 VARIANT_IDS = [v[0] for v in VARIANTS]
 
@@ -266,33 +211,30 @@ VARIANT_IDS = [v[0] for v in VARIANTS]
 def _render(
     case: tuple[str, str, dict[str, Any], str, HumanTool | None],
     state: RenderState,
-    variant: tuple[str, bool, list[str], Any, dict[str, str] | None] = VARIANTS[0],
+    variant: tuple[str, bool, list[str], str | None, bool] = VARIANTS[0],
 ) -> dict[str, Any]:
     _, name, arguments, result, tool = case
-    _, live, refresh, error, values = variant
-    update = make_update(name, arguments, state, result=result)
-    if variant[0] == "live-worst":  # every input of the card filled in at its longest
-        values = {i["id"]: "v" * 4_000 for i in inputs(render_card(update, tool, live=True))}
-    return render_card(
-        update,
-        tool,
-        live=live,
-        refresh_user_ids=refresh,
-        actor_name="Ada " + MARK,
-        answered_by_name="Bob " + MARK,
-        error=error,
-        values=values,
-    )
+    _, live, refresh, notice, worst = variant
+    drawing: dict[str, Any] = {"refresh_user_ids": refresh, "changes": {"result": result}}
+    if notice is not None:
+        drawing["notice"] = Phrase(notice)
+    if worst:
+        verb = OPEN.get(name, Verb.ANSWER if tool is None else Verb.SUBMIT)
+        fresh = draw(name, arguments, state, tool=tool, live=True)
+        ids = [i["id"] for i in inputs(fresh)]
+        errors = {i.split(".")[1]: MARK * 20 for i in ids} | {"": MARK * 20}
+        drawing.update(open=verb, filled=Filled({i: "v" * 4_000 for i in ids}, errors))
+    return draw(name, arguments, state, tool=tool, live=live, **drawing)
 
 
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
 _LIST_MARK = re.compile(r"^[ \t]*([-+#]|[0-9]+[.)])", re.MULTILINE)
-_OUR_DATE = re.compile(r"\{\{(DATE|TIME)\(2026-")
 
 
 def assert_inert(card: dict[str, Any]) -> None:
     """No model-written text reaches Teams as markup, in any string of the card."""
-    for text in [s for s in walk(card) if isinstance(s, str)]:
+    ours = {EMAIL.pattern, URL.pattern}  # an input's regex: ours, and never shown
+    for text in [s for s in walk(card) if isinstance(s, str) and s not in ours]:
         assert "<" not in text and ">" not in text, text[:200]
         assert not re.search(r"&#?\w+;", text), text[:200]
     for text in markdown_strings(card):
@@ -300,8 +242,27 @@ def assert_inert(card: dict[str, Any]) -> None:
         assert not re.search(r"[*_~`]", bare), text[:200]
         assert "](" not in text and "][" not in text and "]:" not in text, text[:200]
         assert not _LIST_MARK.search(text), text[:200]
-        for match in re.finditer(r"\{\{", text):
-            assert _OUR_DATE.match(text, match.start()), text[:200]
+        assert "{{" not in text, text[:200]
+
+
+def _text_of(card: dict[str, Any]) -> str:
+    return "\n".join(markdown_strings(card) + plain_strings(card))
+
+
+def _ids(card: dict[str, Any]) -> list[str]:
+    return [i["id"] for i in inputs(card)]
+
+
+def _verbs(card: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(a["verb"], a.get("style")) for a in executes(card)]
+
+
+def _shown(card: dict[str, Any], title: str) -> dict[str, Any]:
+    """The card the button `title` shows."""
+    (action,) = [a for a in card["actions"] if a["title"] == title]
+    assert action["type"] == "Action.ShowCard"
+    shown: dict[str, Any] = action["card"]
+    return shown
 
 
 # -- every tool, every state -------------------------------------------------------------------
@@ -324,7 +285,8 @@ def test_only_the_live_executing_card_is_interactive(case: Any, state: RenderSta
     live, read_only = _render(case, state, VARIANTS[1]), _render(case, state, VARIANTS[2])
     assert interactive_elements(read_only) == []
     if state is RenderState.EXECUTING:
-        assert [e["type"] for e in executes(live)]
+        assert executes(live)
+        assert live["refresh"] == read_only["refresh"]
     else:
         assert interactive_elements(live) == []
         assert "refresh" not in live and "refresh" not in read_only
@@ -339,44 +301,394 @@ def test_actions_carry_only_the_request_id(case: Any) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_declinable_cards_have_no_required_inputs(case: Any) -> None:
-    # Teams validates every input of the card before any Action.Execute: a required answer
-    # would block Decline until the person answered. Required values are checked on submit.
+def test_every_request_can_be_declined(case: Any) -> None:
     card = _render(case, RenderState.EXECUTING)
-    if any(a["verb"] == "hitl_decline" for a in executes(card)):
-        assert not any(i.get("isRequired") for i in inputs(card))
+    decline = _shown(card, "Decline")
+    assert [i["id"] for i in inputs(decline)] == ["decline.reason"]
+    assert [a["verb"] for a in decline["actions"]] == ["hitl_decline"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_executing_names_the_actor(case: Any) -> None:
-    live = markdown_strings(_render(case, RenderState.EXECUTING, VARIANTS[0]))
-    read_only = markdown_strings(_render(case, RenderState.EXECUTING, VARIANTS[2]))
+def test_inputs_in_the_body_are_never_required(case: Any) -> None:
+    # Teams checks every input of a card, and of its parents, before an action runs: a
+    # required input in the body would hold back every other control (Decline too).
+    card = _render(case, RenderState.EXECUTING, VARIANTS[3])
+    assert not [e for e in card["body"] if e.get("isRequired")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_executing_names_the_actor_on_both_cards(case: Any) -> None:
     name = teams_text("Ada " + MARK, 100)
-    assert any(f"{name}, this is for you." in t for t in live)
-    assert any(f"Waiting for {name} to answer." in t for t in read_only)
+    for variant in (VARIANTS[0], VARIANTS[2]):
+        text = _text_of(_render(case, RenderState.EXECUTING, variant))
+        assert f"{name}, this is for you. Expires 2026-01-02 03:09 UTC." in text
 
 
 # -- per tool ------------------------------------------------------------------------------------
 
 
-def _live(
-    tool_name: str, arguments: dict[str, Any], tool: HumanTool | None = None, **kw: Any
-) -> dict[str, Any]:
-    return render_card(make_update(tool_name, arguments), tool, live=True, **kw)
+def test_approval_has_approve_and_a_decline_that_asks_why() -> None:
+    card = draw("requestApproval", {"action": "Deploy", "reason": "Release"})
+    assert card["actions"][0] == {
+        "type": "Action.Execute", "title": "Approve", "verb": "hitl_approve",
+        "data": {"request_id": REQUEST_ID}, "style": "positive",
+    }  # fmt: skip
+    (reason,) = inputs(_shown(card, "Decline"))
+    assert (reason["type"], reason["label"], reason["isMultiline"]) == (
+        "Input.Text", "Reason (optional)", True,
+    )  # fmt: skip
+    assert "isRequired" not in reason
+    facts = [e for e in card["body"] if e["type"] == "FactSet"]
+    assert facts[0]["facts"] == [{"title": "Action", "value": "Deploy"},
+                                 {"title": "Reason", "value": "Release"}]  # fmt: skip
 
 
-def _verbs(card: dict[str, Any]) -> list[tuple[str, str | None]]:
-    return [(a["verb"], a.get("style")) for a in executes(card)]
+def test_select_is_a_compact_numbered_choice_set_behind_choose() -> None:
+    card = draw("selectOption", {"question": "Pick", "options": ["red", "green", "blue"]})
+    choose = _shown(card, "Choose")
+    (choice,) = inputs(choose)
+    assert (choice["type"], choice["id"], choice["style"]) == (
+        "Input.ChoiceSet", "choice.choice", "compact",
+    )  # fmt: skip
+    assert choice["choices"] == [{"title": "1. red", "value": "0"},
+                                 {"title": "2. green", "value": "1"},
+                                 {"title": "3. blue", "value": "2"}]  # fmt: skip
+    assert (choice["isRequired"], choice["errorMessage"]) == (True, "Choose one of the options")
+    assert _verbs(choose) == [("hitl_choose", "positive")]
 
 
-def _text_of(card: dict[str, Any]) -> str:
-    return "\n".join(markdown_strings(card) + plain_strings(card))
+def test_select_shows_a_hundred_options_and_says_so() -> None:
+    card = draw("selectOption", {"question": "Pick", "options": [f"o{i}" for i in range(200)]})
+    (choice,) = inputs(_shown(card, "Choose"))
+    assert len(choice["choices"]) == 100
+    assert "Showing the first 100 of 200 options." in _text_of(card)
+
+
+def test_a_hundred_options_sharing_75_characters_are_told_apart_by_number() -> None:
+    prefix = "Deploy the payments service to the eu-west-1 production cluster, then ver"
+    options = [f"{prefix}ify {i}" for i in range(100)]
+    assert len(prefix) + 3 >= 75 and len({o[:75] for o in options}) == 1
+    card = draw("selectOption", {"question": "Which?", "options": options})
+    (choice,) = inputs(_shown(card, "Choose"))
+    titles = [c["title"] for c in choice["choices"]]
+    assert len(set(titles)) == 100
+    assert [t.split(". ", 1)[0] for t in titles] == [str(i) for i in range(1, 101)]
+    # The options are longer than a control shows: the card lists them whole, numbered.
+    listed = _text_of(card)
+    assert f"1\\. {prefix}ify 0" in listed and f"100\\. {prefix}ify 99" in listed
+
+
+def test_select_keeps_a_few_long_options_whole() -> None:
+    long = "word " * 99  # 495 characters: the core allows 500
+    card = draw("selectOption", {"question": "Pick", "options": [long, "b"]})
+    (choice,) = inputs(_shown(card, "Choose"))
+    assert choice["choices"][0]["title"] == "1. " + long
+
+
+def test_every_field_kind_has_its_input() -> None:
+    card = draw("collectUserData", {"fields": EVERY_KIND}, people=((ACTOR, "Ada"),))
+    form = _shown(card, "Open form")
+    by_id = {i["id"]: i for i in inputs(form)}
+    kinds = {k: (v["type"], v.get("style"), v.get("isMultiline"), v.get("isMultiSelect"))
+             for k, v in by_id.items()}  # fmt: skip
+    assert kinds == {
+        "form.text_0": ("Input.Text", None, None, None),
+        "form.long_text_0": ("Input.Text", None, True, None),
+        "form.number_0": ("Input.Number", None, None, None),
+        "form.integer_0": ("Input.Number", None, None, None),
+        "form.email_0": ("Input.Text", "email", None, None),
+        "form.url_0": ("Input.Text", "url", None, None),
+        "form.date_0": ("Input.Date", None, None, None),
+        "form.time_0": ("Input.Time", None, None, None),
+        "form.datetime_0.date": ("Input.Date", None, None, None),
+        "form.datetime_0.time": ("Input.Time", None, None, None),
+        "form.boolean_0": ("Input.Toggle", None, None, None),
+        "form.choice_0": ("Input.ChoiceSet", "compact", None, None),
+        "form.choices_0": ("Input.ChoiceSet", "compact", None, True),
+        "form.user_0": ("Input.ChoiceSet", "compact", None, None),
+        "form.user_0.other": ("Input.Text", None, None, None),
+    }
+    assert by_id["form.email_0"]["regex"] == EMAIL.pattern
+    assert by_id["form.user_0"]["choices"] == [{"title": "Ada", "value": ACTOR}]
+    toggle = by_id["form.boolean_0"]
+    assert (toggle["title"], toggle["valueOn"], toggle["valueOff"]) == ("Boolean", "true", "false")
+    required = [i for i, e in by_id.items() if e.get("isRequired")]
+    assert "form.boolean_0" not in required and "form.user_0.other" not in required
+    assert all(by_id[i]["errorMessage"] for i in required)
+    assert by_id["form.number_0"]["errorMessage"] == "Enter a number"
+    assert _verbs(form) == [("hitl_submit", "positive")]
+
+
+def test_a_person_field_without_people_known_takes_an_id() -> None:
+    card = draw("collectUserData", {"fields": [field_of("user")]})
+    (user,) = inputs(_shown(card, "Open form"))
+    assert (user["type"], user["id"], user["isRequired"]) == ("Input.Text", "form.user_0", True)
+
+
+def test_fields_have_their_limits_descriptions_and_values() -> None:
+    fields = [
+        {"name": "n", "label": "N", "type": "integer", "min": 1, "max": 9, "required": False,
+         "description": "How many " + MARK},
+        {"name": "b", "label": "B", "type": "boolean"},
+    ]  # fmt: skip
+    form = _shown(draw("collectUserData", {"fields": fields}), "Open form")
+    n, b = inputs(form)
+    assert (n["min"], n["max"], "isRequired" in n) == (1, 9, False)
+    assert any(e.get("text") == teams_text("How many " + MARK, 300) for e in form["body"])
+    assert b["value"] == "false"
+
+
+def test_reserved_field_names_cannot_touch_our_keys() -> None:
+    fields = [{"name": n, "label": n} for n in ("reason", "request_id", "ok")]
+    card = draw("collectUserData", {"fields": fields})
+    assert _ids(card) == ["form.reason", "form.request_id", "form.ok", "decline.reason"]
+
+
+def test_form_beyond_thirty_fields_is_cut_and_says_so() -> None:
+    # More fields than the core allows: shown tolerantly (as text fields), at most 30.
+    card = _render(CASES[CASE_IDS.index("form-40")], RenderState.EXECUTING)
+    assert len(inputs(_shown(card, "Open form"))) == 30
+    assert "Showing the first 30 of 40 fields." in _text_of(card)
+
+
+def test_upload_asks_for_a_link_and_an_optional_name() -> None:
+    card = draw("uploadFile", {"purpose": "Invoice", "acceptedTypes": [".pdf"]})
+    form = _shown(card, "Upload file")
+    link, name = inputs(form)
+    assert (link["id"], link["style"], link["isRequired"]) == ("upload.file.url", "url", True)
+    assert (name["id"], "isRequired" in name) == ("upload.file.name", False)
+    assert "OneDrive or SharePoint" in _text_of(form)
+    assert {"title": "Accepted", "value": ".pdf"} in card["body"][1]["facts"]
+
+
+@pytest.mark.parametrize(
+    ("severity", "container", "style"),
+    [("danger", "attention", "destructive"), ("warning", "warning", "positive"),
+     ("info", None, "positive")],
+)  # fmt: skip
+def test_confirm_follows_the_severity(severity: str, container: str | None, style: str) -> None:
+    args = {"title": "Drop table", "message": "Drop it?", "severity": severity}
+    card = draw("confirmAction", args)
+    top = card["body"][0]
+    if container is None:
+        assert top["text"] == "Drop table"
+    else:
+        assert (top["type"], top["style"]) == ("Container", container)
+        assert top["items"][0]["text"] == "Drop table"
+    assert _verbs(card) == [("hitl_confirm", style), ("hitl_cancel", None), ("hitl_decline", None)]
+    if severity == "danger":  # the core asks for a second thought: the button shows it first
+        sure = _shown(card, "Confirm")
+        assert sure["body"][0]["text"] == "Are you sure? This cannot be undone."
+
+
+def test_question_has_a_multiline_answer() -> None:
+    card = draw("AskUserQuestion", {"question": "Which?"})
+    (answer,) = inputs(_shown(card, "Answer"))
+    assert (answer["id"], answer["isMultiline"], answer["isRequired"]) == (
+        "answer.answer", True, True,
+    )  # fmt: skip
+    assert _verbs(card) == [("hitl_answer", "positive"), ("hitl_decline", None)]
+
+
+def test_custom_tool_shows_its_arguments_and_a_form_of_its_answer() -> None:
+    card = draw("lookupTicket", {"ticket": "T-1", "n": 5}, tool=CUSTOM_TOOL)
+    (facts,) = [e for e in card["body"] if e["type"] == "FactSet"]
+    assert facts["facts"] == [{"title": "ticket", "value": "T-1"}, {"title": "n", "value": "5"}]
+    assert card["body"][0]["text"] == "lookupTicket"
+    assert "Ask for a ticket's status" in _text_of(card)
+    status, priority = inputs(_shown(card, "Answer"))
+    assert (status["id"], priority["id"], priority["type"]) == (
+        "form.status", "form.priority", "Input.Number",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("tool", [None, HumanTool("takeNote", "d", BaseModel, Note)])
+def test_custom_tool_with_a_text_answer_takes_text(tool: HumanTool | None) -> None:
+    (answer,) = inputs(_shown(draw("takeNote", {"q": 1}, tool=tool), "Answer"))
+    assert answer["id"] == "answer.answer"  # {"note": text} for the model: the core's to say
+
+
+def test_a_tools_own_teams_renderer_wins_and_keeps_the_refresh() -> None:
+    def render(update: RequestUpdate, *, live: bool) -> dict[str, Any]:
+        text = f"mine: {update.state} live={live}"
+        return {"type": "AdaptiveCard", "version": "1.5",
+                "body": [{"type": "TextBlock", "text": text}]}  # fmt: skip
+
+    tool = HumanTool("mine", "d", BaseModel, renderers={"teams": render})
+    card = draw("mine", {}, tool=tool, refresh_user_ids=["29:a"])
+    assert card["body"][0]["text"] == "mine: executing live=True"
+    assert card["refresh"]["userIds"] == ["29:a"]
+
+
+# -- refresh, notices, forms left open ------------------------------------------------------------
+
+
+def test_refresh_asks_teams_for_the_live_card() -> None:
+    card = draw("AskUserQuestion", {"question": "Q"}, live=False,
+                refresh_user_ids=["29:a", "29:b", "29:a", ""])  # fmt: skip
+    assert card["refresh"] == {
+        "action": {"type": "Action.Execute", "verb": "hitl_refresh",
+                   "data": {"request_id": REQUEST_ID}},
+        "userIds": ["29:a", "29:b"],
+    }  # fmt: skip
+
+
+def test_refresh_lists_at_most_sixty_users() -> None:
+    users = [f"29:{i}" for i in range(70)]
+    card = draw("AskUserQuestion", {"question": "Q"}, refresh_user_ids=users)
+    assert card["refresh"]["userIds"] == users[:60]
+
+
+def test_no_refresh_without_users() -> None:
+    assert "refresh" not in draw("AskUserQuestion", {"question": "Q"})
+
+
+def test_a_notice_shows_in_attention_colour_with_names() -> None:
+    notice = Phrase("This request is for {actor}.", {"actor": ACTOR})
+    for state in (RenderState.EXECUTING, RenderState.COMPLETE):
+        names = {ACTOR: "Ada <at>x</at>"}
+        result = {"result": '{"answer":"a"}'}
+        card = draw("AskUserQuestion", {"question": "Q"}, state, live=False, notice=notice,
+                    names=names, changes=result)  # fmt: skip
+        (shown,) = [e for e in card["body"] if e.get("color") == "attention"]
+        assert shown["text"] == "⚠️ This request is for Ada \u2039at\u203ax\u2039/at\u203a."
+        assert interactive_elements(card) == []
+
+
+def test_an_open_form_is_in_the_body_with_values_and_errors_under_their_fields() -> None:
+    fields = [{"name": "age", "label": "Age", "type": "number"},
+              {"name": "email", "label": "Email", "type": "email"},
+              {"name": "city", "label": "City"}]  # fmt: skip
+    values = {"form.age": "42", "form.email": "nope", "form.city": "", "decline.reason": "x"}
+    errors = {"email": "Enter a valid email address", "": "Something " + MARK}
+    card = draw("collectUserData", {"fields": fields}, open=Verb.SUBMIT,
+                filled=Filled(values, errors))  # fmt: skip
+    body = card["body"]
+    tail = [(e["type"], e.get("id") or e.get("text")) for e in body[-5:]]
+    assert tail == [
+        ("TextBlock", "⚠️ " + teams_text("Something " + MARK, 1_000)),
+        ("Input.Number", "form.age"),
+        ("Input.Text", "form.email"),
+        ("TextBlock", "⚠️ Enter a valid email address"),
+        ("Input.Text", "form.city"),
+    ]
+    age, email, city = [e for e in body if str(e["type"]).startswith("Input.")]
+    assert (age.get("value"), email.get("value"), "value" in city) == (42, "nope", False)
+    assert not any(e.get("isRequired") for e in body)
+    assert card["actions"][0] == {"type": "Action.Execute", "title": "Submit",
+                                  "verb": "hitl_submit", "data": {"request_id": REQUEST_ID},
+                                  "style": "positive"}  # fmt: skip
+    assert [a["title"] for a in card["actions"]] == ["Submit", "Decline"]
+    assert "value" not in inputs(_shown(card, "Decline"))[0]  # another form: left as it was
+
+
+def test_an_answer_refused_as_a_whole_is_shown_above_the_controls() -> None:
+    card = draw("requestApproval", {"action": "a", "reason": "r"}, open=Verb.APPROVE,
+                filled=Filled({}, {"": "Not now"}))  # fmt: skip
+    assert any(e.get("text") == "⚠️ Not now" for e in card["body"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "entered", "expected"),
+    [
+        ("number", "4.5", 4.5),
+        ("number", "abc", None),  # Input.Number's value must be a number
+        ("number", "nan", None),
+        ("number", "1e400", None),
+        ("choice", "1", "1"),
+        ("choice", "7", None),  # not an option
+        ("choices", "0,2", "0,2"),
+        ("choices", "0,9", None),
+        ("boolean", "true", "true"),
+        ("boolean", "maybe", "false"),  # the toggle's own value stays
+        ("date", "2026-01-02", "2026-01-02"),
+        ("date", "tomorrow", None),
+        ("time", "14:30", "14:30"),
+        ("text", "t" * 3_001, None),  # over the input's maxLength: not cut, left out
+    ],
+)
+def test_values_put_back_must_fit_their_input(kind: str, entered: str, expected: Any) -> None:
+    spec = field_of(kind)
+    card = draw("collectUserData", {"fields": [spec]}, open=Verb.SUBMIT,
+                filled=Filled({f"form.{spec['name']}": entered}))  # fmt: skip
+    (element,) = [e for e in card["body"] if e.get("id") == f"form.{spec['name']}"]
+    assert element.get("value") == expected
+
+
+def test_a_fields_own_value_fills_a_fresh_form() -> None:
+    tool = HumanTool("editRelease", "d", BaseModel, _release_model())
+    form = _shown(draw("editRelease", {}, tool=tool), "Answer")
+    by_id = {i["id"]: i.get("value") for i in inputs(form)}
+    assert by_id == {"form.when.date": None, "form.when.time": None, "form.count": 3,
+                     "form.urgent": "true", "form.colour": "1"}  # fmt: skip
+
+
+def _release_model() -> type[BaseModel]:
+    from typing import Literal
+
+    class Release(BaseModel):
+        when: datetime
+        count: int = 3
+        urgent: bool = True
+        colour: Literal["red", "green"] = "green"
+
+    return Release
+
+
+# -- states ----------------------------------------------------------------------------------------
+
+
+def test_in_progress_shows_no_arguments() -> None:
+    for name, args in [("AskUserQuestion", {"question": "SECRET-PARTIAL"}),
+                       ("confirmAction", {"title": "SECRET-PARTIAL", "message": "m"})]:  # fmt: skip
+        card = draw(name, args, RenderState.IN_PROGRESS, refresh_user_ids=["29:a"],
+                    changes={"pending_id": ""})  # fmt: skip
+        assert "Preparing request…" in _text_of(card)
+        assert "SECRET-PARTIAL" not in json.dumps(card)
+        assert "refresh" not in card and interactive_elements(card) == []
+
+
+def test_no_actor_means_anyone() -> None:
+    card = draw("AskUserQuestion", {"question": "Q"}, changes={"actor_id": None})
+    assert "Anyone here can answer." in _text_of(card)
+
+
+def test_the_id_stands_in_for_an_unknown_name() -> None:
+    card = draw("AskUserQuestion", {"question": "Q"}, names={}, changes={"actor_id": "<at>x"})
+    assert "\u2039at\u203ax, this is for you." in _text_of(card)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "result", "shown"),
+    [
+        ("AskUserQuestion", {"question": "Q"}, '{"answer":"eu-west"}', "Answer: eu-west"),
+        ("requestApproval", {"action": "a", "reason": "r"}, '{"approved":true}',
+         "Decision: Approved"),
+        ("selectOption", {"question": "Q", "options": ["x", "y"]},
+         '{"selectedIndex":1,"selectedValue":"y"}', "Selected: y"),
+        ("collectUserData", {"fields": [field_of("number")]}, '{"number_0":42}', "Number: 42"),
+        ("uploadFile", {"purpose": "p"},
+         '{"fileName":"a.pdf","fileSize":2048,"url":"https://x.example/a.pdf"}',
+         "Link: https://x.example/a.pdf"),
+        ("confirmAction", {"title": "t", "message": "m"}, '{"confirmed":false}',
+         "Decision: Cancelled"),
+        ("custom", {"q": 1}, "plain words", "Answer: plain words"),
+    ],
+)  # fmt: skip
+def test_complete_says_who_when_and_what(
+    name: str, arguments: dict[str, Any], result: str, shown: str
+) -> None:
+    card = draw(name, arguments, RenderState.COMPLETE, names={ANSWERER: "Bob"},
+                changes={"result": result})  # fmt: skip
+    text = _lines(card)
+    assert "✅ Answered by Bob 2026-01-02 03:05 UTC" in text
+    assert shown in text
 
 
 def _lines(card: dict[str, Any]) -> str:
-    """The body as a person reads it: a line per TextBlock, `title: value` per fact."""
+    """The card as a person reads it: a line per TextBlock, `title: value` per fact."""
     lines: list[str] = []
-    for element in card["body"]:
+    for element in elements(card):
         if element["type"] == "TextBlock":
             lines.append(element["text"])
         elif element["type"] == "FactSet":
@@ -384,347 +696,39 @@ def _lines(card: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def test_approval_has_approve_reject_and_a_reason() -> None:
-    card = _live("requestApproval", {"action": "Deploy", "reason": "Release"})
-    assert _verbs(card) == [("hitl_approve", "positive"), ("hitl_reject", "destructive")]
-    (reason,) = inputs(card)
-    assert (reason["type"], reason["id"], reason["isMultiline"]) == ("Input.Text", "reason", True)
-    assert reason["placeholder"] == "Reason (optional, for a rejection)"
-
-
-@pytest.mark.parametrize(("count", "style"), [(1, "expanded"), (5, "expanded"), (6, "compact")])
-def test_select_is_a_choice_set_of_indexes(count: int, style: str) -> None:
-    options = [f"o{i}" for i in range(count)]
-    card = _live("selectOption", {"question": "Pick", "options": options})
-    choice, reason = inputs(card)
-    assert (choice["type"], choice["id"], choice["style"]) == ("Input.ChoiceSet", "choice", style)
-    assert [c["value"] for c in choice["choices"]] == [str(i) for i in range(count)]
-    assert [c["title"] for c in choice["choices"]] == options
-    assert ("placeholder" in choice) == (style == "compact")
-    assert reason["id"] == "reason"
-    assert _verbs(card) == [("hitl_select", "positive"), ("hitl_decline", None)]
-
-
-def test_select_shows_at_most_a_hundred_options_and_says_so() -> None:
-    card = _live("selectOption", {"question": "Pick", "options": [f"o{i}" for i in range(200)]})
-    assert len(inputs(card)[0]["choices"]) == 100
-    assert "Showing the first 100 of 200 options." in _text_of(card)
-
-
-def test_select_keeps_a_few_long_options_whole() -> None:
-    long = "word " * 99  # 495 characters: the core allows 500
-    card = _live("selectOption", {"question": "Pick", "options": [long, "b"]})
-    assert inputs(card)[0]["choices"][0]["title"] == long
-
-
-def test_read_only_select_lists_the_options() -> None:
-    args = {"question": "Pick", "options": [f"o{i}" for i in range(25)]}
-    card = render_card(make_update("selectOption", args), live=False)
-    (facts,) = [e for e in card["body"] if e["type"] == "FactSet"]
-    assert [f["value"] for f in facts["facts"]] == [f"o{i}" for i in range(20)]
-    assert "…and 5 more options" in _text_of(card)
-
-
-def test_form_has_one_typed_input_per_field() -> None:
-    card = _live("collectUserData", {"fields": FIELDS})
-    age, email, city, reason = inputs(card)
-    assert [i["id"] for i in (age, email, city, reason)] == ["age", "email", "city", "reason"]
-    assert age["type"] == "Input.Number"
-    assert (email["type"], email["style"], email["regex"]) == ("Input.Text", "Email", EMAIL.pattern)
-    assert (city["type"], "style" in city) == ("Input.Text", False)
-    assert all(i["errorMessage"] for i in (age, email, city))
-    assert [a["verb"] for a in executes(card)] == ["hitl_submit", "hitl_decline"]
-
-
-def test_email_regex_is_the_cores_and_works_in_javascript_terms() -> None:
-    pattern = re.compile(EMAIL.pattern)
-    assert pattern.match("a@b.co") and not pattern.match("a@b") and not pattern.match("a b@c.d")
-
-
-def test_form_fields_named_like_our_keys_get_their_own_ids() -> None:
-    fields = [{"name": n, "label": n} for n in ("reason", "request_id", "answer", "ok")]
-    ids = [i["id"] for i in inputs(_live("collectUserData", {"fields": fields}))]
-    assert ids == ["field.reason", "field.request_id", "field.answer", "ok", "reason"]
-
-
-def test_form_beyond_thirty_fields_is_cut_and_says_so() -> None:
-    card = _live("collectUserData", {"fields": _many_fields(40)})
-    assert len(inputs(card)) == 30 + 1  # and the decline reason
-    assert "Showing the first 30 of 40 fields." in _text_of(card)
-
-
-def test_upload_asks_for_a_link_and_an_optional_name() -> None:
-    card = _live("uploadFile", {"purpose": "Invoice", "acceptedTypes": [".pdf"]})
-    url, name, reason = inputs(card)
-    assert (url["id"], url["style"], url["maxLength"]) == ("url", "Url", 2048)
-    assert name["id"] == "file_name" and "optional" in name["label"]
-    assert reason["id"] == "reason"
-    assert _verbs(card) == [("hitl_upload", "positive"), ("hitl_decline", None)]
-    text = _text_of(card)
-    assert "Accepted: .pdf" in text and "OneDrive or SharePoint" in text
-
-
-@pytest.mark.parametrize(
-    ("severity", "style", "color"),
-    [
-        ("danger", "destructive", "attention"),
-        ("warning", "positive", "warning"),
-        ("info", "positive", None),
-    ],
-)
-def test_confirm_styles_follow_the_severity(severity: str, style: str, color: str | None) -> None:
-    args = {"title": "Drop table", "message": "Drop it?", "severity": severity}
-    card = _live("confirmAction", args)
-    assert _verbs(card) == [("hitl_confirm", style), ("hitl_cancel", None)]
-    assert inputs(card) == []
-    (message,) = [e for e in card["body"] if "Drop it?" in e.get("text", "")]
-    assert message.get("color") == color
-    assert card["body"][0]["text"] == "Drop table"
-
-
-def test_question_has_a_multiline_answer() -> None:
-    card = _live("AskUserQuestion", {"question": "Which?"})
-    answer, reason = inputs(card)
-    assert (answer["id"], answer["isMultiline"], reason["id"]) == ("answer", True, "reason")
-    assert _verbs(card) == [("hitl_answer", "positive"), ("hitl_decline", None)]
-
-
-def test_custom_tool_shows_its_arguments_as_facts() -> None:
-    card = _live("lookupTicket", {"ticket": "T-1", "n": 5}, CUSTOM_TOOL)
-    (facts,) = [e for e in card["body"] if e["type"] == "FactSet"]
-    assert facts["facts"] == [{"title": "ticket", "value": "T-1"}, {"title": "n", "value": "5"}]
-    assert card["body"][0]["text"] == "lookupTicket"
-    assert "Ask for a ticket's status" in _text_of(card)
-    answer, _ = inputs(card)
-    assert answer["placeholder"] == "Answer with a JSON object"  # TicketAnswer has two fields
-    assert [a["verb"] for a in executes(card)] == ["hitl_answer", "hitl_decline"]
-
-
-def test_custom_tool_without_a_model_takes_plain_text() -> None:
-    answer, _ = inputs(_live("freeform", {"q": 1}))
-    assert "placeholder" not in answer
-
-
-def test_a_tools_own_teams_renderer_wins_and_keeps_the_refresh() -> None:
-    def render(update: RequestUpdate, *, live: bool) -> dict[str, Any]:
-        text = f"mine: {update.state} live={live}"
-        return {
-            "type": "AdaptiveCard",
-            "version": "1.5",
-            "body": [{"type": "TextBlock", "text": text}],
-        }
-
-    tool = HumanTool("mine", "d", BaseModel, renderers={"teams": render})
-    card = _live("mine", {}, tool, refresh_user_ids=[ACTOR])
-    assert card["body"][0]["text"] == "mine: executing live=True"
-    assert card["refresh"]["userIds"] == [ACTOR]
-
-
-# -- refresh, errors, values -------------------------------------------------------------------
-
-
-def test_refresh_asks_teams_for_the_live_card() -> None:
-    card = render_card(
-        make_update("AskUserQuestion", {"question": "Q"}),
-        live=False,
-        refresh_user_ids=[ACTOR, "29:b", ACTOR, ""],
-    )
-    assert card["refresh"] == {
-        "action": {
-            "type": "Action.Execute",
-            "verb": "hitl_refresh",
-            "data": {"request_id": REQUEST_ID},
-        },
-        "userIds": [ACTOR, "29:b"],
-    }
-
-
-def test_refresh_lists_at_most_sixty_users() -> None:
-    users = [f"29:{i}" for i in range(70)]
-    card = _live("AskUserQuestion", {"question": "Q"}, refresh_user_ids=users)
-    assert card["refresh"]["userIds"] == users[:60]
-
-
-def test_no_refresh_without_users() -> None:
-    assert "refresh" not in _live("AskUserQuestion", {"question": "Q"})
-
-
-def test_error_shows_above_the_inputs_in_attention_colour() -> None:
-    card = _live("AskUserQuestion", {"question": "Q"}, error="Not yet " + MARK)
-    kinds = [e["type"] for e in card["body"]]
-    error = next(e for e in card["body"] if e.get("color") == "attention")
-    assert kinds.index("TextBlock", card["body"].index(error)) < kinds.index("Input.Text")
-    assert error["text"] == "⚠️ " + teams_text("Not yet " + MARK, 1_000)
-    assert [i["id"] for i in inputs(card)] == ["answer", "reason"]
-
-
-def test_errors_dict_is_shown_with_the_field_labels() -> None:
-    errors = {"age": "Enter a number", "email": "Enter a valid email address", "": "Whole card"}
-    card = _live("collectUserData", {"fields": FIELDS}, error=errors)
-    (error,) = [e for e in card["body"] if e.get("color") == "attention"]
-    assert (
-        error["text"] == "⚠️ Age: Enter a number\n\nEmail: Enter a valid email address\n\nWhole card"
-    )
-
-
-def test_error_shows_on_a_read_only_and_a_settled_card_too() -> None:
-    read_only = render_card(
-        make_update("AskUserQuestion", {"question": "Q"}),
-        live=False,
-        error="This request is for Ada",
-    )
-    settled = render_card(
-        make_update(
-            "AskUserQuestion", {"question": "Q"}, RenderState.COMPLETE, result='{"answer":"a"}'
-        ),
-        live=True,
-        error="Already answered",
-    )
-    assert "This request is for Ada" in _text_of(read_only)
-    assert "Already answered" in _text_of(settled)
-    assert interactive_elements(read_only) == interactive_elements(settled) == []
-
-
-def test_values_are_put_back_into_the_inputs() -> None:
-    values = {"age": "42", "email": "nope", "city": "Oslo", "reason": "", "other": "x"}
-    card = _live("collectUserData", {"fields": FIELDS}, values=values)
-    assert [i.get("value") for i in inputs(card)] == [42, "nope", "Oslo", None]
-
-
-@pytest.mark.parametrize(
-    ("values", "expected"),
-    [
-        ({"age": "4.5"}, 4.5),
-        ({"age": "abc"}, None),  # Input.Number's value must be a number
-        ({"age": "nan"}, None),
-        ({"age": "1e400"}, None),
-    ],
-)
-def test_number_values_must_be_finite_numbers(values: dict[str, str], expected: Any) -> None:
-    (age, _) = inputs(_live("collectUserData", {"fields": FIELDS[:1]}, values=values))
-    assert age.get("value") == expected
-
-
-def test_values_that_do_not_fit_are_left_out() -> None:
-    select = _live("selectOption", {"question": "Q", "options": ["a", "b"]}, values={"choice": "7"})
-    assert "value" not in inputs(select)[0]
-    assert (
-        inputs(
-            _live("selectOption", {"question": "Q", "options": ["a", "b"]}, values={"choice": "1"})
-        )[0]["value"]
-        == "1"
-    )
-    long = _live("AskUserQuestion", {"question": "Q"}, values={"reason": "r" * 2_001})
-    assert "value" not in inputs(long)[1]  # over the input's maxLength: not cut, left out
-
-
-# -- states ----------------------------------------------------------------------------------------
-
-
-def test_in_progress_shows_no_arguments() -> None:
-    update = make_update(
-        "AskUserQuestion", {"question": "SECRET-PARTIAL"}, RenderState.IN_PROGRESS, pending_id=""
-    )
-    card = render_card(update, live=True, refresh_user_ids=[ACTOR])
-    assert "Preparing request…" in _text_of(card)
-    assert "SECRET-PARTIAL" not in json.dumps(card)
-    assert "refresh" not in card and interactive_elements(card) == []
-
-
-def test_no_actor_means_anyone() -> None:
-    update = make_update("AskUserQuestion", {"question": "Q"}, actor_id=None)
-    assert "Anyone here can answer." in _text_of(render_card(update, live=True))
-    assert "Waiting for an answer." in _text_of(render_card(update, live=False))
-
-
-def test_actor_id_stands_in_for_a_missing_name() -> None:
-    update = make_update("AskUserQuestion", {"question": "Q"}, actor_id="29:<at>x</at>")
-    shown = "29:\u2039at\u203ax\u2039/at\u203a, this is for you."
-    assert shown in _text_of(render_card(update, live=True))
-
-
-def test_executing_shows_the_deadline() -> None:
-    card = render_card(make_update("AskUserQuestion", {"question": "Q"}), live=False)
-    assert f"Expires {teams_date(CREATED + timedelta(minutes=5))}." in _text_of(card)
-
-
-@pytest.mark.parametrize(
-    ("name", "arguments", "result", "shown"),
-    [
-        ("AskUserQuestion", {"question": "Q"}, '{"answer":"eu-west"}', "eu-west"),
-        ("requestApproval", {"action": "a", "reason": "r"}, '{"approved":true}', "Approved"),
-        (
-            "requestApproval",
-            {"action": "a", "reason": "r"},
-            '{"approved":false,"reason":"too risky"}',
-            "too risky",
-        ),
-        (
-            "selectOption",
-            {"question": "Q", "options": ["x", "y"]},
-            '{"selectedIndex":1,"selectedValue":"y"}',
-            "Selected\ny",
-        ),
-        (
-            "collectUserData",
-            {"fields": FIELDS},
-            '{"age":42,"email":"a@b.co","city":"Oslo"}',
-            "Age: 42",
-        ),
-        (
-            "uploadFile",
-            {"purpose": "p"},
-            '{"fileName":"a.pdf","fileSize":2048,"url":"https://x.example/a.pdf"}',
-            "Link: https://x.example/a.pdf",
-        ),
-        ("confirmAction", {"title": "t", "message": "m"}, '{"confirmed":false}', "Cancelled"),
-        ("custom", {"q": 1}, "plain words", "plain words"),
-    ],
-)
-def test_complete_says_who_when_and_what(
-    name: str, arguments: dict[str, Any], result: str, shown: str
-) -> None:
-    update = make_update(name, arguments, RenderState.COMPLETE, result=result)
-    card = render_card(update, live=True, answered_by_name="Bob")
+@pytest.mark.parametrize("name", [*BUILTIN_TOOLS, "custom"])
+def test_a_decline_reads_the_same_on_every_tool(name: str) -> None:
+    reason = {"reason": "Not on a Friday"}
+    card = draw(name, {}, RenderState.REJECTED, names={ANSWERER: "Bob"}, changes=reason)
+    update = make_update(name, {}, RenderState.REJECTED)
+    status = build_view(update, BUILTIN_TOOLS.get(name)).status
+    assert status.plain == f"Declined by {ANSWERER} 2026-01-02 03:05 UTC"  # every surface's
     text = _lines(card)
-    assert f"✅ Answered by Bob {teams_date(CREATED + timedelta(minutes=1))}" in text
-    assert shown in text
+    assert "🚫 Declined by Bob 2026-01-02 03:05 UTC" in text
+    assert "Reason: Not on a Friday" in text
+    assert card["fallbackText"].endswith(": Declined by Bob 2026-01-02 03:05 UTC")
 
 
 def test_complete_without_a_name_shows_the_answerers_id() -> None:
-    update = make_update(
-        "AskUserQuestion", {"question": "Q"}, RenderState.COMPLETE, result='{"answer":"a"}'
-    )
-    assert f"Answered by {ANSWERER}" in _text_of(render_card(update, live=False))
-
-
-def test_rejected_says_by_whom_and_why() -> None:
-    update = make_update("requestApproval", {"action": "a", "reason": "r"}, RenderState.REJECTED)
-    card = render_card(update, live=True, answered_by_name="Bob")
-    text = _text_of(card)
-    assert f"🚫 Rejected by Bob {teams_date(CREATED + timedelta(minutes=1))}" in text
-    assert teams_text("Not now " + MARK, 3_000) in text
-    assert card["fallbackText"] == "Rejected: Approval needed: a"
+    card = draw("AskUserQuestion", {"question": "Q"}, RenderState.COMPLETE, names={},
+                changes={"result": '{"answer":"a"}'})  # fmt: skip
+    assert f"Answered by {ANSWERER}" in _text_of(card)
 
 
 def test_expired_shows_the_deadline_and_no_actions() -> None:
-    card = render_card(
-        make_update("AskUserQuestion", {"question": "Q"}, RenderState.EXPIRED), live=True
-    )
-    assert f"⌛ Expired {teams_date(CREATED + timedelta(minutes=5))}" in _text_of(card)
+    card = draw("AskUserQuestion", {"question": "Q"}, RenderState.EXPIRED)
+    assert "⌛ Expired 2026-01-02 03:09 UTC: no answer was given in time." in _text_of(card)
     assert "actions" not in card and interactive_elements(card) == []
 
 
 def test_cancelled_says_withdrawn_and_has_no_actions() -> None:
-    card = render_card(
-        make_update("AskUserQuestion", {"question": "Q"}, RenderState.CANCELLED), live=True
-    )
+    card = draw("AskUserQuestion", {"question": "Q"}, RenderState.CANCELLED)
     assert "Withdrawn: no answer is needed any more." in _text_of(card)
     assert "actions" not in card and interactive_elements(card) == []
 
 
 def test_fallback_text_is_short_and_inert() -> None:
-    card = _live("AskUserQuestion", {"question": MARK * 50})
+    card = draw("AskUserQuestion", {"question": MARK * 50})
     assert card["fallbackText"].startswith("Question: ")
     assert byte_length(card["fallbackText"]) <= 300
 
@@ -732,15 +736,16 @@ def test_fallback_text_is_short_and_inert() -> None:
 def test_unusable_request_id_is_refused() -> None:
     for bad in ("", " padded ", "x" * 201):
         with pytest.raises(ValueError, match="request id"):
-            render_card(
-                make_update("AskUserQuestion", {"question": "Q"}, pending_id=bad), live=True
-            )
+            draw("AskUserQuestion", {"question": "Q"}, changes={"pending_id": bad})
 
 
-def test_teams_date_format() -> None:
-    expected = "{{DATE(2026-01-02T03:04:05Z, SHORT)}} {{TIME(2026-01-02T03:04:05Z)}}"
-    assert teams_date(CREATED) == expected
-    assert teams_date(CREATED.replace(tzinfo=None)) == expected  # naive is taken as UTC
+def test_the_formatter_writes_names_and_utc_times() -> None:
+    formatter = TeamsFormatter({"a": "Ada *A*"}.get)
+    assert formatter.person("a") == "Ada \\*A\\*"
+    assert formatter.person("b") == "b"
+    assert formatter.moment(CREATED) == "2026-01-02 03:04 UTC"
+    assert formatter.moment(CREATED.replace(tzinfo=None)) == "2026-01-02 03:04 UTC"
+    assert formatter.text("[x](y)") == "[x]\u2060(y)"
 
 
 # -- size ------------------------------------------------------------------------------------------
@@ -750,14 +755,7 @@ def test_teams_date_format() -> None:
     ("name", "arguments"),
     [
         ("selectOption", {"question": "😀" * 10_000, "options": ["😀" * 500] * 100}),
-        (
-            "collectUserData",
-            {
-                "fields": [
-                    {"name": f"f{i}", "label": "😀" * 200, "type": "email"} for i in range(30)
-                ]
-            },
-        ),
+        ("collectUserData", {"fields": _wide_choices()}),
         ("AskUserQuestion", {"question": "<" * 10_000}),  # each < becomes a 3-byte character
         ("requestApproval", {"action": "\\" * 10_000, "reason": "*" * 10_000}),  # escapes double
     ],
@@ -765,23 +763,23 @@ def test_teams_date_format() -> None:
 def test_largest_requests_stay_well_under_the_limit(name: str, arguments: dict[str, Any]) -> None:
     users = [f"29:{i:090d}" for i in range(60)]
     for state in RenderState:
-        update = make_update(name, arguments, state, result='{"answer":"a"}')
-        card = render_card(update, live=True, refresh_user_ids=users, error="e" * 5_000)
+        card = draw(name, arguments, state, refresh_user_ids=users, notice=Phrase("e" * 5_000),
+                    changes={"result": '{"answer":"a"}'})  # fmt: skip
         assert card_size(card) <= BUDGET, (state, card_size(card))
 
 
 def test_an_oversized_card_has_its_texts_cut_never_its_structure() -> None:
     # 60 refresh ids of 150 characters leave too little room for the texts' own budgets: the
-    # safety net cuts texts further, never a choice's value or one of our date lines.
-    update = make_update("selectOption", {"question": "😀" * 10_000, "options": ["😀" * 500] * 100})
-    roomy = render_card(update, live=True)
+    # safety net cuts texts further, never a choice's value.
+    args = {"question": "😀" * 10_000, "options": ["😀" * 500] * 100}
+    roomy = draw("selectOption", args)
     users = [f"29:{i:0150d}" for i in range(60)]
-    tight = render_card(update, live=True, refresh_user_ids=users, error="e" * 5_000)
+    tight = draw("selectOption", args, refresh_user_ids=users, notice=Phrase("e" * 5_000))
     assert card_size(roomy) + card_size({"userIds": users}) > BUDGET  # it would not fit uncut
     assert card_size(tight) <= BUDGET
-    assert [c["value"] for c in inputs(tight)[0]["choices"]] == [str(i) for i in range(100)]
+    (choice,) = inputs(_shown(tight, "Choose"))
+    assert [c["value"] for c in choice["choices"]] == [str(i) for i in range(100)]
     assert len(tight["body"][1]["text"]) < len(roomy["body"][1]["text"])
-    assert f"Expires {teams_date(CREATED + timedelta(minutes=5))}." in _text_of(tight)
     assert_valid_card(tight, interactive=True)
 
 
@@ -867,34 +865,25 @@ _INPUT = {"type": "Input.Text", "id": "a"}
     ("card", "interactive", "problem"),
     [
         (_card(_INPUT, _INPUT), True, "duplicate input id"),
+        (_card(_INPUT, actions=[{"type": "Action.ShowCard", "title": "s",
+                                 "card": {"type": "AdaptiveCard", "body": [_INPUT]}}]),
+         True, "duplicate input id"),
         (_card(_INPUT), False, "Input.Text on a read-only card"),
         (_card(_TEXT, actions=[_execute()]), False, "interactive Action.Execute"),
         (_card(_TEXT, actions=[_execute(verb=None)]), True, "without a verb"),
         (_card(_TEXT, actions=[_execute(data={"x": 1})]), True, "without data.request_id"),
         (_card({**_TEXT, "color": "bogus-attention"}), True, "color 'bogus-attention'"),
-        (
-            _card(
-                {
-                    "type": "Input.ChoiceSet",
-                    "id": "c",
-                    "choices": [{"title": "a", "value": "1"}] * 2,
-                }
-            ),
-            True,
-            "duplicate choice values",
-        ),
+        (_card({"type": "Input.ChoiceSet", "id": "c",
+                "choices": [{"title": "a", "value": "1"}] * 2}), True, "duplicate choice values"),
         (_card({"type": "TextBlock", "text": " "}), True, "empty TextBlock"),
         (_card(_TEXT, actions=[_execute()] * 7), True, "7 actions > 6"),
         (_card({**_TEXT, "text": "x" * 28_000}), True, "bytes >= 28000"),
-        (
-            _card(_TEXT, refresh={"action": _execute(), "userIds": [str(i) for i in range(61)]}),
-            False,
-            "61 ids",
-        ),
+        (_card(_TEXT, refresh={"action": _execute(), "userIds": [str(i) for i in range(61)]}),
+         False, "61 ids"),
         (_card(_TEXT, refresh={"action": _execute(data={})}), False, "refresh.action"),
         (_card(_TEXT, version="1.6"), True, "version '1.6'"),
     ],
-)
+)  # fmt: skip
 def test_checker_catches(card: dict[str, Any], interactive: bool, problem: str) -> None:
     problems = card_problems(card, interactive=interactive)
     assert any(problem in p for p in problems), problems
@@ -913,20 +902,22 @@ def test_checker_allows_a_refresh_on_a_read_only_card() -> None:
         _card(_TEXT, msteams={"width": "Full"}),  # not in the 1.5 schema
         _card({"type": "Input.Number", "id": "n", "value": "42"}),  # value must be a number
         _card(_TEXT, actions=[{"type": "Action.Execute", "verb": "v", "tooltip": 1}]),
+        # Teams's people picker (`choices.data`) is not in the 1.5 schema: we draw none
+        _card({"type": "Input.ChoiceSet", "id": "p", "choices": [],
+               "choices.data": {"type": "Data.Query", "dataset": "graph.microsoft.com/users"}}),
     ],
-)
+)  # fmt: skip
 def test_schema_catches_a_bad_card(card: dict[str, Any]) -> None:
     assert schema_problems(card)
 
 
 def test_schema_copy_matches_the_conformance_one() -> None:
-    root = os.environ.get("HITL_CONFORMANCE_DIR")
-    shared = Path(root, "teams", SCHEMA.name) if root else None
-    if shared is None or not shared.is_file():
-        pytest.skip("HITL_CONFORMANCE_DIR not set or schema missing")
+    shared = conformance_file(f"teams/{SCHEMA.name}")
+    if shared is None:
+        pytest.skip("no conformance data (HITL_CONFORMANCE_DIR)")
     assert SCHEMA.read_bytes() == shared.read_bytes()
 
 
 def test_elements_leave_out_the_refresh() -> None:
-    card = _live("AskUserQuestion", {"question": "Q"}, refresh_user_ids=[ACTOR])
+    card = draw("AskUserQuestion", {"question": "Q"}, refresh_user_ids=["29:a"])
     assert all(e.get("verb") != "hitl_refresh" for e in elements(card))

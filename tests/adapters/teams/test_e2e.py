@@ -93,7 +93,7 @@ async def start_turn(
     assert card["refresh"]["userIds"][0] == ALICE.id
     assert len(card["refresh"]["userIds"]) == user_ids  # the actor (and deciders known)
     assert card["refresh"]["action"]["verb"] == "hitl_refresh"
-    assert f"Waiting for {ALICE.name}" in text_of(card)
+    assert f"{ALICE.name}, this is for you." in text_of(card)  # whom it waits for
     return chat, activity_id, card
 
 
@@ -136,31 +136,39 @@ FORM_ARGS = {
 }
 CONTRACT_URL = "https://contoso.sharepoint.com/sites/legal/Shared%20Documents/contract.pdf"
 SIX_OPTIONS = ["one", "two", "three", "four", "five", "six"]
+DANGER = {"title": "Drop the table", "message": "This deletes every row.", "severity": "danger"}
+BUILTIN_ARGS: dict[str, dict[str, Any]] = {
+    "AskUserQuestion": {"question": "Which colour?"},
+    "requestApproval": {"action": "Deploy v2", "reason": "Release day"},
+    "selectOption": {"question": "Where to?", "options": ["staging", "production"]},
+    "collectUserData": FORM_ARGS,
+    "uploadFile": {"purpose": "The signed contract", "acceptedTypes": ["pdf"]},
+    "confirmAction": DANGER,
+}
 
 CASES = [
     pytest.param("AskUserQuestion", {"question": "Which colour?"}, ["hitl_answer", "hitl_decline"],
-                 "hitl_answer", {"answer": "Blue, please"}, {"answer": "Blue, please"}, id="ask"),
+                 "hitl_answer", {"answer.answer": "Blue, please"}, {"answer": "Blue, please"},
+                 id="ask"),
     pytest.param("requestApproval", {"action": "Deploy v2", "reason": "Release day"},
-                 ["hitl_approve", "hitl_reject"], "hitl_approve", {"reason": ""},
-                 {"approved": True}, id="approval-approve"),
-    pytest.param("requestApproval", {"action": "Deploy v2", "reason": "Release day"},
-                 ["hitl_approve", "hitl_reject"], "hitl_reject", {"reason": "Not on a Friday"},
-                 {"approved": False, "reason": "Not on a Friday"}, id="approval-reject"),
+                 ["hitl_approve", "hitl_decline"], "hitl_approve", {}, {"approved": True},
+                 id="approval"),
     pytest.param("selectOption", {"question": "Where to?", "options": ["staging", "production"]},
-                 ["hitl_select", "hitl_decline"], "hitl_select", {"choice": "1"},
-                 {"selectedIndex": 1, "selectedValue": "production"}, id="option-expanded"),
+                 ["hitl_choose", "hitl_decline"], "hitl_choose", {"choice.choice": "1"},
+                 {"selectedIndex": 1, "selectedValue": "production"}, id="option"),
     pytest.param("selectOption", {"question": "Which one?", "options": SIX_OPTIONS},
-                 ["hitl_select", "hitl_decline"], "hitl_select", {"choice": "4"},
-                 {"selectedIndex": 4, "selectedValue": "five"}, id="option-compact"),
+                 ["hitl_choose", "hitl_decline"], "hitl_choose", {"choice.choice": "4"},
+                 {"selectedIndex": 4, "selectedValue": "five"}, id="option-of-six"),
     pytest.param("collectUserData", FORM_ARGS, ["hitl_submit", "hitl_decline"], "hitl_submit",
-                 {"name": "Ada", "age": "36", "email": "ada@example.com"},
+                 {"form.name": "Ada", "form.age": "36", "form.email": "ada@example.com"},
                  {"name": "Ada", "age": 36, "email": "ada@example.com"}, id="form"),
     pytest.param("uploadFile", {"purpose": "The signed contract", "acceptedTypes": ["pdf"]},
-                 ["hitl_upload", "hitl_decline"], "hitl_upload", {"url": CONTRACT_URL},
+                 ["hitl_submit", "hitl_decline"], "hitl_submit", {"upload.file.url": CONTRACT_URL},
                  {"fileName": "contract.pdf", "fileSize": 0, "url": CONTRACT_URL}, id="upload"),
-    pytest.param("confirmAction", {"title": "Drop the table", "message": "This deletes every row.",
-                 "severity": "danger"}, ["hitl_confirm", "hitl_cancel"], "hitl_confirm", {},
-                 {"confirmed": True}, id="confirm-danger"),
+    pytest.param("confirmAction", DANGER, ["hitl_confirm", "hitl_cancel", "hitl_decline"],
+                 "hitl_confirm", {}, {"confirmed": True}, id="confirm-danger"),
+    pytest.param("confirmAction", DANGER, ["hitl_confirm", "hitl_cancel", "hitl_decline"],
+                 "hitl_cancel", {}, {"confirmed": False}, id="confirm-cancel"),
 ]  # fmt: skip
 
 
@@ -194,44 +202,62 @@ async def test_each_tool_round_trip(
     assert sorted(c.method for c in env.connector.calls) == ["POST", "POST", "PUT", "PUT"]
 
 
-async def test_a_danger_confirmation_is_destructive(env: Env) -> None:
-    args = {"title": "Drop the table", "message": "This deletes every row.", "severity": "danger"}
-    chat, _, card = await start_turn(env, "confirmAction", args)
+async def test_a_danger_confirmation_asks_again_and_is_destructive(env: Env) -> None:
+    chat, _, card = await start_turn(env, "confirmAction", DANGER)
     live = await live_card(chat, card)
-    confirm, cancel = live["actions"]
-    assert confirm["verb"] == "hitl_confirm" and confirm["style"] == "destructive"
-    assert cancel["verb"] == "hitl_cancel"
+    confirm, cancel, decline = live["actions"]
+    assert (confirm["type"], confirm["style"]) == ("Action.ShowCard", "destructive")
+    assert "Are you sure? This cannot be undone." in text_of(confirm)
+    (execute,) = confirm["card"]["actions"]
+    assert (execute["verb"], execute["style"]) == ("hitl_confirm", "destructive")
+    assert cancel["verb"] == "hitl_cancel" and decline["type"] == "Action.ShowCard"
 
 
-async def test_a_decline_with_a_reason_reaches_the_model_as_a_refusal(env: Env) -> None:
-    chat, activity_id, card = await start_turn(env, "AskUserQuestion", {"question": "Which?"})
+@pytest.mark.parametrize("tool", list(BUILTIN_ARGS))
+async def test_every_builtin_tool_can_be_declined_with_a_reason(env: Env, tool: str) -> None:
+    chat, activity_id, card = await start_turn(env, tool, BUILTIN_ARGS[tool])
+    live = await live_card(chat, card)
+    assert verbs(live)[-1] == "hitl_decline" and "decline.reason" in inputs_of(live)
 
-    reply = await chat.invoke("hitl_decline", request_id_of(card), inputs={"reason": "Too vague"})
+    reply = await chat.invoke(
+        "hitl_decline", request_id_of(card), inputs={"decline.reason": "Too vague"}
+    )
 
-    assert_settled_reply(reply, f"Rejected by {ALICE.name}")
-    result = await finish(env, chat, activity_id, "Too vague")
+    declined = f"Declined by {ALICE.name}"  # the core's words, as on Slack
+    assert_settled_reply(reply, declined)
+    settled = await chat.settled(activity_id, declined)
+    assert "Too vague" in text_of(settled)
+    result = await finish(env, chat, activity_id, declined)
     assert result["is_error"] is True
-    assert json.loads(result["content"]) == {"error": "Rejected: Too vague"}
-    assert (await env.record(request_id_of(card))).status is RequestStatus.REJECTED
+    assert "Too vague" in json.loads(result["content"])["error"]
+    record = await env.record(request_id_of(card))
+    assert (record.status, record.reason) == (RequestStatus.REJECTED, "Too vague")
 
 
-async def test_invalid_inputs_return_the_live_card_with_the_errors(env: Env) -> None:
+async def test_invalid_inputs_return_the_live_card_with_errors_under_their_fields(
+    env: Env,
+) -> None:
     chat, activity_id, card = await start_turn(env, "collectUserData", FORM_ARGS)
     request_id = request_id_of(card)
-    bad = {"name": "Ada", "age": "thirty", "email": "ada@"}
+    bad = {"form.name": "Ada", "form.age": "thirty", "form.email": "ada@"}
 
     reply = await chat.invoke("hitl_submit", request_id, inputs=bad)
 
     live = reply.card
     assert is_live(live) and verbs(live) == ["hitl_submit", "hitl_decline"]
-    shown = text_of(live)
-    assert "Enter a number" in shown and "Enter a valid email address" in shown
-    assert inputs_of(live)["name"]["value"] == "Ada"  # what was typed is kept
+    body = live["body"]
+    ids = [e.get("id") or e.get("text") for e in body]
+    age, email = ids.index("form.age"), ids.index("form.email")
+    assert ids[age + 1] == "⚠️ Enter a number"  # each error under its own field
+    assert ids[email + 1] == "⚠️ Enter a valid email address"
+    kept = inputs_of(live)
+    assert (kept["form.name"].get("value"), kept["form.email"].get("value")) == ("Ada", "ada@")
+    assert "value" not in kept["form.age"]  # not a number: Input.Number cannot show it
     assert (await env.record(request_id)).status is RequestStatus.PENDING
     assert chat.card(activity_id) == card  # nothing settled, nothing updated
     assert len(env.requests) == 1  # the model is still waiting
 
-    good = {"name": "Ada", "age": "36.5", "email": "a@b.io"}
+    good = {"form.name": "Ada", "form.age": "36.5", "form.email": "a@b.io"}
     assert_settled_reply(await chat.invoke("hitl_submit", request_id, inputs=good), "Ada")
     result = await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
     assert json.loads(result["content"]) == {"name": "Ada", "age": 36.5, "email": "a@b.io"}
@@ -242,14 +268,86 @@ async def test_a_file_link_of_the_wrong_type_is_refused_on_the_card(env: Env) ->
     chat, activity_id, card = await start_turn(env, "uploadFile", args)
     notes = "https://contoso.sharepoint.com/sites/legal/notes.txt"
 
-    live = (await chat.invoke("hitl_upload", request_id_of(card), inputs={"url": notes})).card
+    reply = await chat.invoke("hitl_submit", request_id_of(card), inputs={"upload.file.url": notes})
 
-    assert is_live(live) and "accepted: pdf" in text_of(live)
+    live = reply.card
+    assert is_live(live) and "not one of the accepted types" in text_of(live)
+    assert inputs_of(live)["upload.file.url"]["value"] == notes
     assert (await env.record(request_id_of(card))).status is RequestStatus.PENDING
-    reply = await chat.invoke("hitl_upload", request_id_of(card), inputs={"url": CONTRACT_URL})
+    reply = await chat.invoke(
+        "hitl_submit", request_id_of(card), inputs={"upload.file.url": CONTRACT_URL}
+    )
     assert_settled_reply(reply, ANSWERED_BY_ALICE)
     result = await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
     assert json.loads(result["content"])["fileName"] == "contract.pdf"
+
+
+async def test_one_of_a_hundred_options_sharing_their_start_is_chosen(env: Env) -> None:
+    start = "Roll back the payments service in eu-west-1 to the release tagged on Monday, "
+    options = [f"{start}build {i}" for i in range(100)]
+    chat, activity_id, card = await start_turn(
+        env, "selectOption", {"question": "Which build?", "options": options}
+    )
+    live = await live_card(chat, card)
+    (choice,) = [i for i in inputs_of(live).values() if i["type"] == "Input.ChoiceSet"]
+    titles = [c["title"] for c in choice["choices"]]
+    assert len(titles) == 100 and len(set(titles)) == 100  # told apart by their numbers
+    assert titles[86].startswith("87. Roll back")
+
+    reply = await chat.invoke("hitl_choose", request_id_of(card), inputs={"choice.choice": "86"})
+
+    assert_settled_reply(reply, ANSWERED_BY_ALICE)
+    result = await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
+    assert json.loads(result["content"]) == {"selectedIndex": 86, "selectedValue": options[86]}
+
+
+EVERY_FIELD = {
+    "fields": [
+        {"name": "title", "label": "Title", "type": "text"},
+        {"name": "notes", "label": "Notes", "type": "long_text", "required": False},
+        {"name": "budget", "label": "Budget", "type": "number", "min": 0},
+        {"name": "seats", "label": "Seats", "type": "integer", "max": 10},
+        {"name": "contact", "label": "Contact", "type": "email"},
+        {"name": "site", "label": "Site", "type": "url"},
+        {"name": "day", "label": "Day", "type": "date"},
+        {"name": "at", "label": "At", "type": "time"},
+        {"name": "starts", "label": "Starts", "type": "datetime"},
+        {"name": "remote", "label": "Remote", "type": "boolean"},
+        {"name": "room", "label": "Room", "type": "choice", "options": ["Blue", "Green"]},
+        {"name": "topics", "label": "Topics", "type": "choices", "options": ["a", "b", "c"]},
+        {"name": "owner", "label": "Owner", "type": "user"},
+    ]
+}
+
+
+async def test_a_form_of_every_field_type_end_to_end(env: Env) -> None:
+    chat, activity_id, card = await start_turn(env, "collectUserData", EVERY_FIELD)
+    live = await live_card(chat, card)
+    drawn = inputs_of(live)
+    assert drawn["form.owner"]["choices"] == [{"title": ALICE.name, "value": ALICE.aad}]
+    entered = {
+        "form.title": "Offsite", "form.notes": "", "form.budget": "1200.5", "form.seats": "8",
+        "form.contact": "ada@example.com", "form.site": "https://example.com/offsite",
+        "form.day": "2026-05-04", "form.at": "09:30", "form.starts.date": "2026-05-04",
+        "form.starts.time": "08:00", "form.remote": "true", "form.room": "1",
+        "form.topics": "0,2", "form.owner": ALICE.aad, "form.owner.other": "",
+    }  # fmt: skip
+    assert set(entered) <= set(drawn)
+    too_many = {**entered, "form.seats": "11", "form.starts.time": ""}
+    invalid = (await chat.invoke("hitl_submit", request_id_of(card), inputs=too_many)).card
+    assert "At most 10" in text_of(invalid) and "Enter a date and time" in text_of(invalid)
+    assert inputs_of(invalid)["form.topics"]["value"] == "0,2"
+
+    reply = await chat.invoke("hitl_submit", request_id_of(card), inputs=entered)
+
+    assert_settled_reply(reply, ANSWERED_BY_ALICE)
+    result = await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
+    assert json.loads(result["content"]) == {
+        "title": "Offsite", "budget": 1200.5, "seats": 8, "contact": "ada@example.com",
+        "site": "https://example.com/offsite", "day": "2026-05-04", "at": "09:30:00",
+        "starts": "2026-05-04T08:00:00Z", "remote": True, "room": "Green",
+        "topics": ["a", "c"], "owner": ALICE.aad,
+    }  # fmt: skip
 
 
 # -- conversations ---------------------------------------------------------------------------------
@@ -334,7 +432,7 @@ async def test_an_unanswered_request_expires_and_a_late_answer_is_told(
 
     reply = await chat.invoke("hitl_approve", request_id_of(card))  # a late click
 
-    late = assert_settled_reply(reply, "This request expired at")
+    late = assert_settled_reply(reply, "This request expired 20")
     assert "Expired" in text_of(late)
     refreshed = (await chat.invoke("hitl_refresh", request_id_of(card), trigger="automatic")).card
     assert not is_live(refreshed) and "Expired" in text_of(refreshed)
@@ -379,7 +477,7 @@ async def test_an_automatic_refresh_gives_the_live_card_to_the_actor_only(env: E
 
     assert is_live(actor) and verbs(actor) == ["hitl_answer", "hitl_decline"]
     assert not is_live(stranger.card)
-    assert f"Waiting for {ALICE.name}" in text_of(stranger.card)
+    assert f"{ALICE.name}, this is for you." in text_of(stranger.card)
     assert "only they, an approver or an admin" not in text_of(stranger.card)
     assert not is_live(manual.card)  # a stranger's own click on refresh is told why
     assert f"This request is for {ALICE.name}" in text_of(manual.card)
@@ -395,7 +493,9 @@ async def test_an_admin_gets_the_live_card_and_may_answer(env: Env) -> None:
 
     live = (await chat.invoke("hitl_refresh", request_id, user=ADMIN, trigger="manual")).card
     assert is_live(live)
-    reply = await chat.invoke("hitl_answer", request_id, user=ADMIN, inputs={"answer": "Red"})
+    reply = await chat.invoke(
+        "hitl_answer", request_id, user=ADMIN, inputs={"answer.answer": "Red"}
+    )
 
     assert_settled_reply(reply, f"Answered by {ADMIN.name}")
     result = await finish(env, chat, activity_id, f"Answered by {ADMIN.name}")
@@ -412,7 +512,7 @@ async def test_known_admins_are_in_the_refresh_list_of_new_cards(env: Env) -> No
     _, first = await chat.request()
     assert first["refresh"]["userIds"] == [ALICE.id]  # the admin's Teams id is not known yet
     await chat.invoke("hitl_refresh", request_id_of(first), user=ADMIN, trigger="manual")
-    await chat.invoke("hitl_answer", request_id_of(first), inputs={"answer": "1"})
+    await chat.invoke("hitl_answer", request_id_of(first), inputs={"answer.answer": "1"})
     assert await chat.reply() == "One."
 
     await env.say("second")
@@ -437,12 +537,14 @@ async def test_an_approver_configured_by_teams_user_id_is_refreshed_from_the_sta
     live = refresh.card
     assert is_live(live)
     reply = await chat.invoke(
-        "hitl_reject", request_id_of(card), user=approver, inputs={"reason": "Code freeze"}
-    )
+        "hitl_decline", request_id_of(card), user=approver,
+        inputs={"decline.reason": "Code freeze"},
+    )  # fmt: skip
 
-    assert_settled_reply(reply, "Answered by Paula Approver")
-    result = await finish(env, chat, activity_id, "Answered by Paula Approver")
-    assert json.loads(result["content"]) == {"approved": False, "reason": "Code freeze"}
+    assert_settled_reply(reply, "Declined by Paula Approver")
+    result = await finish(env, chat, activity_id, "Declined by Paula Approver")
+    assert result["is_error"] is True and "Code freeze" in json.loads(result["content"])["error"]
+    assert (await env.record(request_id_of(card))).settled_by == approver.aad
 
 
 async def test_a_double_submit_settles_once(env: Env) -> None:
@@ -452,7 +554,7 @@ async def test_a_double_submit_settles_once(env: Env) -> None:
     request_id = request_id_of(card)
 
     first, second = await asyncio.gather(
-        chat.invoke("hitl_approve", request_id), chat.invoke("hitl_reject", request_id)
+        chat.invoke("hitl_approve", request_id), chat.invoke("hitl_approve", request_id)
     )
 
     cards = [assert_settled_reply(r, ANSWERED_BY_ALICE) for r in (first, second)]
@@ -466,7 +568,7 @@ async def test_a_double_submit_settles_once(env: Env) -> None:
     assert audit.count("request.resolved") == 1
     assert len(chat.versions(activity_id)) == 3  # preparing, executing, answered
 
-    third = await chat.invoke("hitl_approve", request_id)  # a later submit: the same answer
+    third = await chat.invoke("hitl_decline", request_id)  # a later decline: the same answer
     assert "This request was already answered" in text_of(assert_settled_reply(third, "Alice"))
     assert len(env.requests) == 2
 
@@ -506,7 +608,7 @@ async def test_an_automatic_refresh_is_answered_not_failed(env: Env) -> None:
     status, body = await env.post(activity)
     assert status == 200
     assert body["statusCode"] == 200 and body["type"] == CARD_TYPE
-    assert verbs(body["value"]) == ["hitl_approve", "hitl_reject"]
+    assert verbs(body["value"]) == ["hitl_approve", "hitl_decline"]
 
 
 # -- delivery: retries, tokens -------------------------------------------------------------------
@@ -517,7 +619,7 @@ async def test_throttled_and_failing_connector_calls_are_retried(env: Env) -> No
     env.connector.fail_next("PUT", 503, retry_after=None)
     chat, activity_id, card = await start_turn(env, "AskUserQuestion", {"question": "Q?"})
 
-    reply = await chat.invoke("hitl_answer", request_id_of(card), inputs={"answer": "A"})
+    reply = await chat.invoke("hitl_answer", request_id_of(card), inputs={"answer.answer": "A"})
 
     assert_settled_reply(reply, ANSWERED_BY_ALICE)
     await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
@@ -725,7 +827,7 @@ async def test_with_credentials_only_a_valid_bot_framework_token_is_accepted(
 async def test_every_card_sent_is_a_valid_adaptive_card(env: Env) -> None:
     chat, activity_id, card = await start_turn(env, "collectUserData", FORM_ARGS)
     await live_card(chat, card)
-    values = {"name": "A", "age": "1", "email": "a@b.io"}
+    values = {"form.name": "A", "form.age": "1", "form.email": "a@b.io"}
     await chat.invoke("hitl_submit", request_id_of(card), inputs=values)
     await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
     sent = [card for call in env.connector.calls for card in cards_of(call.body)]

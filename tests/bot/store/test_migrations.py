@@ -6,21 +6,27 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.records import RequestRecord
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.engine import create_engine
 from bot.store.schema import metadata
 from tests.bot.store.conftest import Database
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-TABLES = {"requests", "transitions", "audit_log", "transcripts", "claims", "runs"}
+TABLES = {
+    "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
+}  # fmt: skip
+HOLD_TABLES = {"holders", "proposals"}
+HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
 @pytest.fixture
@@ -51,6 +57,42 @@ async def test_upgrade_downgrade_upgrade(database: Database, engine: AsyncEngine
 
     await upgrade(database.url, schema=database.schema)
     assert await table_names(engine) == {*TABLES, "alembic_version"}
+
+
+async def request_columns(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as conn:
+        columns = await conn.run_sync(lambda sync: inspect(sync).get_columns("requests"))
+    return {column["name"] for column in columns}
+
+
+async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0003 adds the holds (requests.held_by, settled_proposal; holders; proposals), and its
+    downgrade takes exactly them away, keeping the requests written meanwhile."""
+    await upgrade(database.url, "0002", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - HOLD_TABLES, "alembic_version"}
+    assert not HOLD_COLUMNS & await request_columns(engine)
+
+    await upgrade(database.url, "0003", schema=database.schema)
+    assert await table_names(engine) == {*TABLES, "alembic_version"}
+    assert HOLD_COLUMNS <= await request_columns(engine)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        await store.create_request(
+            RequestRecord(id="r1", tool_name="t", arguments={}), holder="worker-1"
+        )
+        await store.beat("worker-1", datetime.now(UTC) + timedelta(minutes=1))
+    finally:
+        await store.close()
+
+    await downgrade(database.url, "0002", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - HOLD_TABLES, "alembic_version"}
+    assert not HOLD_COLUMNS & await request_columns(engine)
+    async with engine.connect() as conn:
+        assert (await conn.execute(text("SELECT id FROM requests"))).scalars().all() == ["r1"]
+
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
 
 
 async def test_head_matches_the_schema_module(database: Database, engine: AsyncEngine) -> None:

@@ -12,7 +12,7 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from bot.records import AuditEntry, RequestRecord, RequestStatus, Settlement
-from bot.store import SqlStore, sql_store
+from bot.store import SqlStore, journal
 from bot.store.engine import async_url
 from tests.bot.store.conftest import Database
 
@@ -315,8 +315,8 @@ async def test_claim_once_has_one_winner_per_key(store: SqlStore, database: Data
 
 
 async def test_old_claims_are_pruned(store: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sql_store, "CLAIM_PRUNE_EVERY", 2)
-    monkeypatch.setattr(sql_store, "CLAIM_RETENTION", timedelta(0))
+    monkeypatch.setattr(journal, "CLAIM_PRUNE_EVERY", 2)
+    monkeypatch.setattr(journal, "CLAIM_RETENTION", timedelta(0))
     assert await store.claim_once("old")
     assert await store.claim_once("new")  # the second claim prunes everything before it
     assert await store.claim_once("old")
@@ -369,5 +369,5 @@ def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
 
 
 async def test_schema_revision_is_current(store: SqlStore) -> None:
-    assert await store.current_revision() == "0002"
+    assert await store.current_revision() == "0003"
     assert await store.schema_revision_ok()

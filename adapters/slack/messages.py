@@ -1,0 +1,181 @@
+"""A request's message: the core's `RequestView` drawn as Block Kit (DESIGN.md §3).
+
+Pure (DESIGN.md §1 rule 4). What a request says, its controls and every sentence come from the
+view; this module only decides how Slack shows them: the title as a header, facts as sections
+and two-column fields, the status line as context, controls as buttons (a choice of up to five
+options as one button each, more as a `static_select`). Controls exist only while the request
+is live, and carry nothing but the request id (adapters/slack/scheme.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from adapters.slack.blocks import (
+    Block,
+    actions,
+    button,
+    confirm_dialog,
+    context,
+    control_button,
+    fact_blocks,
+    header,
+    plain,
+    section,
+    select_option,
+)
+from adapters.slack.scheme import (
+    CHOICE_FORM,
+    MAX_OPTION_BUTTONS,
+    action_id,
+    actions_block_id,
+    check_request_id,
+)
+from adapters.slack.text import (
+    BUTTON_TEXT,
+    HEADER_TEXT,
+    PLACEHOLDER,
+    SECTION_TEXT,
+    SELECT_OPTIONS,
+    SLACK,
+    fit,
+    length,
+    mention,
+    slack_date,
+    truncate,
+)
+from bot.human_input import RenderState, RequestUpdate
+from bot.human_tools import HumanTool
+from bot.records import RequestRecord
+from bot.requests.forms import FieldKind, Option
+from bot.requests.kinds import Control, Verb
+from bot.requests.view import RequestView, build_view
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """A message payload: `text` is the notification fallback, `blocks` what Slack shows."""
+
+    text: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+_ICONS = {
+    RenderState.IN_PROGRESS: ":hourglass_flowing_sand:",
+    RenderState.COMPLETE: ":white_check_mark:",
+    RenderState.REJECTED: ":no_entry_sign:",
+    RenderState.EXPIRED: ":hourglass:",
+    RenderState.CANCELLED: ":heavy_minus_sign:",
+}
+_SEVERITY = {"warning": ":warning: ", "danger": ":rotating_light: "}
+# Of a message's 50 blocks: header, status line, controls (hint, actions, note) and these.
+_FACT_BLOCKS = 26
+_OUTCOME_BLOCKS = 16
+_NOTIFICATION_TEXT = 300  # a push notification shows a line or two; the blocks hold the rest
+
+
+def render_message(update: RequestUpdate, tool: HumanTool | None = None) -> SlackMessage:
+    """The message for `update`: a tool's own "slack" renderer if it has one, else its view."""
+    if update.state is RenderState.EXECUTING:  # the only state whose controls carry the id
+        check_request_id(update.pending_id)
+    view = build_view(update, tool)
+    text = fallback_text(view)
+    custom = tool.renderers.get("slack") if tool is not None else None
+    if custom is not None:  # the developer's renderer: a SlackMessage or just its blocks
+        rendered = custom(update)
+        return (
+            rendered if isinstance(rendered, SlackMessage) else SlackMessage(text, list(rendered))
+        )
+    return SlackMessage(text, draw(view))
+
+
+def draw(view: RequestView) -> list[Block]:
+    """The blocks of a view: header, facts, status line, outcome, then the live controls."""
+    status = view.status.render(SLACK)
+    icon = _ICONS.get(view.state)
+    line = f"{icon} {status}" if icon else status
+    if view.state is RenderState.IN_PROGRESS:  # the arguments may still be streaming in
+        return [section(line)]
+    title = _SEVERITY.get(view.severity, "") + fit(view.title, HEADER_TEXT)
+    blocks = [header(title), *fact_blocks(view.facts, _FACT_BLOCKS), context(line)]
+    blocks += fact_blocks(view.outcome, _OUTCOME_BLOCKS)
+    if view.controls:
+        blocks += _controls(view)
+    return blocks
+
+
+def fallback_text(view: RequestView) -> str:
+    """The notification text: the status line, then what the request is about."""
+    status = view.status.render(SLACK)
+    if view.state is RenderState.IN_PROGRESS:
+        return truncate(status, _NOTIFICATION_TEXT)
+    head = f"{status} — {fit(view.title, 100)}"
+    room = _NOTIFICATION_TEXT - length(head) - 2
+    return head + (f": {fit(view.gist, room)}" if view.gist and room > 10 else "")
+
+
+# -- controls --------------------------------------------------------------------------------------
+
+
+def _controls(view: RequestView) -> list[Block]:
+    request_id = view.request_id
+    elements: list[Block] = []
+    notes: list[Block] = []
+    for control in view.controls:
+        options = _choice_options(control)
+        if options is None:
+            dialog = None
+            if control.confirm is not None:
+                dialog = confirm_dialog(view.title, control.confirm.render(SLACK), control.style)
+            elements.append(control_button(control, request_id, dialog))
+        elif len(options) <= MAX_OPTION_BUTTONS:
+            elements += [option_button(control.verb, o, request_id) for o in options]
+        else:
+            elements.append(_select(control, options, request_id))
+            if len(options) > SELECT_OPTIONS:
+                notes.append(context(f"Showing the first {SELECT_OPTIONS} of {len(options)}."))
+    hint = [context("You can also answer by replying here.")] if view.replies else []
+    return [*hint, actions(request_id, elements), *notes] if elements else hint
+
+
+def _choice_options(control: Control) -> Sequence[Option] | None:
+    """The options of a choice control (drawn as the options themselves), else None."""
+    form = control.form
+    if form is None or form.name != CHOICE_FORM or len(form.fields) != 1:
+        return None
+    field_ = form.fields[0]
+    return field_.options if field_.kind is FieldKind.CHOICE else None
+
+
+def option_button(verb: Verb, option: Option, request_id: str) -> Block:
+    """One option of a choice, numbered as the core lists it (`1. …`)."""
+    return button(fit(option.label, BUTTON_TEXT), verb, request_id, option=option.value)
+
+
+def _select(control: Control, options: Sequence[Option], request_id: str) -> Block:
+    if actions_block_id(request_id) is None:  # the select's request id travels there only
+        raise ValueError(f"request id too long for a block_id: {request_id[:40]}…")
+    return {
+        "type": "static_select",
+        "action_id": action_id(control.verb),
+        "placeholder": plain(fit(control.label, PLACEHOLDER - 1) + "…", PLACEHOLDER),
+        "options": [select_option(o) for o in options[:SELECT_OPTIONS]],
+    }
+
+
+# -- /hitl -------------------------------------------------------------------------------------
+
+
+def pending_summary(requests: Sequence[RequestRecord]) -> str:
+    """The /hitl reply: one line per open request (who must answer, what, until when)."""
+    if not requests:
+        return "Nothing is waiting for an answer in this channel."
+    lines = [f"{len(requests)} request(s) waiting for an answer:"]
+    for request in requests[:20]:
+        who = mention(request.actor_id) if request.actor_id else "anyone"
+        until = f", until {slack_date(request.expires_at)}" if request.expires_at else ""
+        lines.append(f"• {fit(request.tool_name, 100)} for {who}{until}")
+    if len(requests) > 20:
+        lines.append(f"… and {len(requests) - 20} more")
+    return truncate("\n".join(lines), SECTION_TEXT)

@@ -1,0 +1,133 @@
+"""The Bot Connector: posting and updating a conversation's activities through the Teams SDK's
+`ApiClient`, retried when Teams is busy or briefly away.
+
+A failed call is retried (429 honouring Retry-After, 5xx and dropped connections, with backoff)
+and, if it still fails, logged as an error: never dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import httpx
+from microsoft_teams.api import ApiClient
+from microsoft_teams.api.activities.message import MessageActivityInput
+from microsoft_teams.api.models.attachment import Attachment
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+TEXT_LIMIT = 20_000  # well inside Teams' ~28 KB limit for a whole message
+ATTEMPTS = 4
+MAX_RETRY_AFTER = 10.0  # seconds: wait no longer than this for a 429's Retry-After
+
+
+async def call_connector(
+    call: Callable[[], Awaitable[T]], what: str, *, idempotent: bool, attempts: int = ATTEMPTS
+) -> T | None:
+    """Run a Bot Connector call, retrying 429 (after Retry-After), 5xx and connection errors
+    with backoff; None (logged as an error) if it never succeeded.
+
+    A call that is not idempotent (a POST) is sent again only when it surely never arrived
+    (the connection was not made): a timed-out post may have landed, and a second would show
+    the message twice."""
+    for attempt in range(attempts):
+        delay = 0.2 * 2**attempt
+        try:
+            return await call()
+        except httpx.HTTPStatusError as err:
+            status = err.response.status_code
+            if (status != 429 and status < 500) or attempt == attempts - 1:
+                log.error("Bot Connector %s failed: HTTP %d %s", what, status, err.response.text)
+                return None
+            retry_after = _retry_after(err.response) if status == 429 else None
+            if retry_after is not None:
+                delay = retry_after
+        except httpx.TransportError as err:
+            unsent = isinstance(err, httpx.ConnectError | httpx.ConnectTimeout)
+            if attempt == attempts - 1 or not (idempotent or unsent):
+                log.error("Bot Connector %s failed: %r", what, err)
+                return None
+        except Exception:  # a token that could not be had, a response we cannot read
+            log.exception("Bot Connector %s failed", what)
+            return None
+        await asyncio.sleep(delay)
+    return None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Retry-After in seconds (a number or an HTTP date), capped; None if absent or bad."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+class Connector:
+    """Posts and updates activities through the SDK's ApiClient, one per `serviceUrl`."""
+
+    def __init__(self, client_for: Callable[[str], ApiClient]) -> None:
+        self._client_for = client_for
+        self._clients: dict[str, ApiClient] = {}
+
+    def client(self, service_url: str) -> ApiClient:
+        key = service_url.rstrip("/")
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = self._client_for(key)
+        return client
+
+    async def send(
+        self, service_url: str, conversation_id: str, activity: MessageActivityInput
+    ) -> str | None:
+        """POST /v3/conversations/{id}/activities; the new activity's id, or None."""
+        conversations = self.client(service_url).conversations
+        sent = await call_connector(
+            lambda: conversations.create_activity(conversation_id, activity),
+            "send activity",
+            idempotent=False,
+        )
+        return sent.id if sent is not None else None
+
+    async def update(
+        self,
+        service_url: str,
+        conversation_id: str,
+        activity_id: str,
+        activity: MessageActivityInput,
+    ) -> bool:
+        """PUT /v3/conversations/{id}/activities/{activityId}; whether it succeeded."""
+        conversations = self.client(service_url).conversations
+        updated = await call_connector(
+            lambda: conversations.update_activity(conversation_id, activity_id, activity),
+            "update activity",
+            idempotent=True,
+        )
+        return updated is not None
+
+
+def card_activity(card: Mapping[str, Any]) -> MessageActivityInput:
+    return MessageActivityInput(
+        attachments=[Attachment(content_type=CARD_CONTENT_TYPE, content=dict(card))]
+    )
+
+
+def text_activity(text: str) -> MessageActivityInput:
+    """The agent's words as plain text: the model cannot format a link to hide where it goes."""
+    if len(text) > TEXT_LIMIT:
+        text = text[: TEXT_LIMIT - 1] + "…"
+    return MessageActivityInput(text=text, text_format="plain")

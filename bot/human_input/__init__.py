@@ -1,0 +1,46 @@
+"""The human-input primitive: a tool call that pauses until a person answers.
+
+Every request settles exactly once: resolve, reject, timeout, release, close and a cancelled
+wait race for one claim. With a store attached, the database is the source of truth and, across
+workers, the worker holding a request decides its settle (holding.py). Observers (the chat
+surfaces) hear every transition.
+"""
+
+from bot.human_input.base import (
+    DEFAULT_TIMEOUT_SECONDS,
+    DENIED_BY_HOOK,
+    HOLD_SECONDS,
+    NOTIFIER_BUDGET_SECONDS,
+)
+from bot.human_input.handler import HumanInputHandler
+from bot.human_input.snapshots import (
+    AnswerValidator,
+    Notifier,
+    Observer,
+    PendingInputEvent,
+    RenderState,
+    RequestUpdate,
+    snapshot,
+    timeout_message,
+)
+from bot.records import PendingInput, RequestStatus
+
+PendingInputStatus = RequestStatus
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "DENIED_BY_HOOK",
+    "HOLD_SECONDS",
+    "NOTIFIER_BUDGET_SECONDS",
+    "AnswerValidator",
+    "HumanInputHandler",
+    "Notifier",
+    "Observer",
+    "PendingInput",
+    "PendingInputEvent",
+    "PendingInputStatus",
+    "RenderState",
+    "RequestUpdate",
+    "snapshot",
+    "timeout_message",
+]

@@ -1,0 +1,156 @@
+"""`HumanInputHandler`: create, wait for, resolve and reject requests for human input.
+
+The seed's primitive (seeds/roomkit-human-input-tools.md), assembled from one module per
+concern: waiting.py (wait and its cleanup), settling.py (the one transition out of pending),
+scopes.py (channels, notifiers, close), holding.py (several workers on one database) and
+observing.py (the surfaces). With a store attached, the database is the source of truth
+(DESIGN.md §4): every transition is a row before anyone is told.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.human_input.base import DEFAULT_TIMEOUT_SECONDS, HOLD_SECONDS, NOTIFIER_BUDGET_SECONDS
+from bot.human_input.holding import Holding
+from bot.human_input.observing import Observing
+from bot.human_input.scopes import Scopes
+from bot.human_input.settling import Settling
+from bot.human_input.waiting import Waiting
+from bot.records import PendingInput, RequestStatus, RequestStore
+from bot.tool_context import current_tool_actor_id
+
+
+class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
+    """Create, wait for, resolve and reject requests for human input.
+
+    `retention` is how many outcomes stay replayable once wait() has retired their request
+    (0: none). With a `store`, `hold_seconds` bounds how long a dead worker's requests wait
+    before the other workers settle them (bot/human_input/holding.py); `worker_id` names this
+    worker in the store (unique per process by default).
+    """
+
+    def __init__(
+        self,
+        retention: int = 128,
+        *,
+        store: RequestStore | None = None,
+        default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        notifier_budget: float = NOTIFIER_BUDGET_SECONDS,
+        hold_seconds: float = HOLD_SECONDS,
+        worker_id: str | None = None,
+    ) -> None:
+        super().__init__(
+            retention, store, default_timeout, notifier_budget, hold_seconds, worker_id
+        )
+
+    @property
+    def pending(self) -> dict[str, PendingInput]:
+        """Snapshot of the requests still waiting for an answer."""
+        return {k: p for k, p in self._active.items() if p.status is RequestStatus.PENDING}
+
+    async def request_for_tool_call(self, tool_call_id: str) -> str | None:
+        """The id of the request a tool call made (in memory, else in the store), or None."""
+        request = self._held_for_tool_call(tool_call_id)
+        if request is not None:
+            return request.id
+        if self.store is None:
+            return None
+        record = await self.store.request_for_tool_call(tool_call_id)
+        return record.id if record is not None else None
+
+    def asked(self, tool_call_id: str) -> bool:
+        """Whether this process made a request for this tool call."""
+        return self._held_for_tool_call(tool_call_id) is not None
+
+    def _held_for_tool_call(self, tool_call_id: str) -> PendingInput | None:
+        """A scan of the requests in memory: for rare paths only (resume, a dropped call)."""
+        for request in (*self._active.values(), *self._settled.values()):
+            if request.tool_call_id == tool_call_id:
+                return request
+        return None
+
+    async def create(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        room_id: str = "",
+        tool_call_id: str = "",
+        channel_id: str = "",
+        channel_type: str = "ai",
+        actor_id: str | None = None,
+        timeout: float | None = None,
+    ) -> PendingInput:
+        """Register a request (answerable from here) and notify alongside; wait() cleans up."""
+        return await self._create(
+            tool_name, arguments, room_id, tool_call_id, channel_id, channel_type,
+            actor_id, timeout, detached=False,
+        )  # fmt: skip
+
+    async def create_detached(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        room_id: str = "",
+        tool_call_id: str = "",
+        channel_id: str = "",
+        channel_type: str = "ai",
+        actor_id: str | None = None,
+        timeout: float | None = None,
+    ) -> PendingInput:
+        """Same, for a request nobody will wait() on: its creator must release() it."""
+        return await self._create(
+            tool_name, arguments, room_id, tool_call_id, channel_id, channel_type,
+            actor_id, timeout, detached=True,
+        )  # fmt: skip
+
+    async def _create(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        room_id: str,
+        tool_call_id: str,
+        channel_id: str,
+        channel_type: str,
+        actor_id: str | None,
+        timeout: float | None,
+        *,
+        detached: bool,
+    ) -> PendingInput:
+        self._check_open(channel_id)
+        now = datetime.now(UTC)
+        lifetime = self.default_timeout if timeout is None else timeout
+        request = PendingInput(
+            id=secrets.token_hex(12),
+            tool_name=tool_name,
+            arguments=arguments,
+            room_id=room_id,
+            tool_call_id=tool_call_id,
+            channel_id=channel_id,
+            detached=detached,
+            created_at=now,
+            actor_id=actor_id if actor_id is not None else current_tool_actor_id(),
+            channel_type=channel_type,
+            expires_at=now + timedelta(seconds=lifetime),
+        )
+        if self.store is not None:
+            await self._ensure_alive()
+            await self.store.create_request(request, holder=self.worker_id)
+            closed = self._closed_reason(channel_id)  # closed while the row was being written
+            if closed is not None:  # nothing half-written is left: the row is settled too
+                await self.store.settle(
+                    self._settlement(request.id, RequestStatus.CANCELLED, reason=closed)
+                )
+                raise RuntimeError(closed)
+            self._hold(request, held=True)
+        self._active[request.id] = request
+        self._arm_timer(request, lifetime)
+        if self.on_deadline_armed is not None and request.expires_at is not None:
+            self.on_deadline_armed(request.expires_at)
+        self._notify_observers(request)
+        self._start_notifier(request)
+        return request

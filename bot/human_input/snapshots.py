@@ -1,0 +1,124 @@
+"""What the handler tells: frozen views of the one request record, built by one mapping.
+
+`PendingInputEvent` goes to the notifier (the seed's ON_USER_INPUT_REQUIRED), `RequestUpdate`
+to the observers (the chat surfaces). Each is a snapshot of a `PendingInput`, never the live
+request: `snapshot(view, request)` copies the fields the view declares, by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from bot.errors import HumanInputRejectedError
+from bot.records import PendingInput, RequestStatus
+
+
+class RenderState(StrEnum):
+    """What a surface shows for a request: the seed's three states plus our three endings."""
+
+    IN_PROGRESS = "inProgress"
+    EXECUTING = "executing"
+    COMPLETE = "complete"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+STATE_OF_STATUS = {
+    RequestStatus.PENDING: RenderState.EXECUTING,
+    RequestStatus.RESOLVED: RenderState.COMPLETE,
+    RequestStatus.REJECTED: RenderState.REJECTED,
+    RequestStatus.TIMED_OUT: RenderState.EXPIRED,
+    RequestStatus.CANCELLED: RenderState.CANCELLED,
+}
+
+
+def timeout_message(seconds: float, tool_name: str) -> str:
+    return f"Human input timed out after {seconds:g}s for tool '{tool_name}'"
+
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+V = TypeVar("V", bound="DataclassInstance")
+
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+
+
+def snapshot(view: type[V], request: PendingInput, **given: Any) -> V:
+    """`view` (a dataclass) of `request`: each of its fields read from the request by name,
+    unless `given` (for what the request does not hold, like a RequestUpdate's `state`)."""
+    names = _FIELDS.get(view)
+    if names is None:
+        names = _FIELDS[view] = tuple(f.name for f in dataclasses.fields(view))
+    return view(**{name: given[name] if name in given else getattr(request, name)
+                   for name in names})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class PendingInputEvent:
+    """What the notifier (ON_USER_INPUT_REQUIRED) is told about a new request."""
+
+    pending_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    room_id: str
+    tool_call_id: str
+    channel_id: str
+    channel_type: str
+    actor_id: str | None
+    created_at: datetime
+    expires_at: datetime | None
+
+    @classmethod
+    def of(cls, request: PendingInput) -> PendingInputEvent:
+        return snapshot(cls, request)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestUpdate:
+    """A transition an observer (a chat surface) renders: a snapshot, never the live request."""
+
+    state: RenderState
+    pending_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    room_id: str
+    tool_call_id: str
+    channel_id: str
+    channel_type: str
+    actor_id: str | None
+    created_at: datetime
+    expires_at: datetime | None = None
+    result: str | None = None
+    reason: str | None = None
+    settled_by: str | None = None
+    settled_at: datetime | None = None
+
+    @classmethod
+    def of(cls, request: PendingInput, state: RenderState | None = None) -> RequestUpdate:
+        """The request as it stands (in `state`, if given, rather than its status's)."""
+        return snapshot(cls, request, state=state or STATE_OF_STATUS[request.status])
+
+
+Notifier = Callable[[PendingInputEvent], Awaitable[bool | None] | bool | None]
+Observer = Callable[[RequestUpdate], Awaitable[None]]
+AnswerValidator = Callable[[dict[str, Any], str], str]
+"""(the request's arguments, the raw answer) -> the answer as stored; raises AnswerInvalidError."""
+
+
+def outcome(request: PendingInput) -> str:
+    """The answer of a settled request, or the error its waiters raise."""
+    status, reason = request.status, request.reason or ""
+    if status is RequestStatus.RESOLVED:
+        return request.result or ""
+    if status is RequestStatus.REJECTED:
+        raise HumanInputRejectedError(reason)
+    if status is RequestStatus.TIMED_OUT:
+        raise TimeoutError(reason)
+    raise RuntimeError(reason or "Human input request withdrawn")

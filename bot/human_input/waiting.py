@@ -1,0 +1,115 @@
+"""wait(): block until a request settles, replay an outcome already recorded, own the cleanup.
+
+The seed's rules: wait() retires the request once it has its outcome (the answer, the rejection,
+the timeout); until then the request stays in the active set, however long ago it settled and
+whatever `retention` is, so an answer recorded before anyone waits is never lost. Once retired,
+the retention (filled when the outcome arrived) is what a later wait() replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from bot.human_input.base import DEFAULT_TIMEOUT_SECONDS, HandlerState
+from bot.human_input.snapshots import outcome, timeout_message
+from bot.records import FOREIGN, PendingInput, RequestStatus
+
+
+class Waiting(HandlerState):
+    async def wait(self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> str:
+        """Block until answered; raise on rejection, timeout or withdrawal. Replays outcomes."""
+        request = self._active.get(pending_id) or self._settled.get(pending_id)
+        if request is None and self.store is not None:
+            request = await self._load(pending_id)
+        if request is None:
+            raise ValueError(f"Unknown human input request: {pending_id}")
+        if request.status is RequestStatus.PENDING:
+            # A blocked waiter is its task, this frame and one future, no helper coroutine
+            # (see bench/human_input_bench.py).
+            waiter = self._add_waiter(request, timeout)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                self._withdraw_waiter(request, waiter)
+                raise
+        self._retire(request)
+        return outcome(request)
+
+    def _retire(self, request: PendingInput) -> None:
+        """wait() is done with the request: it leaves the active set (its outcome stays in the
+        retention). A detached request is its creator's to release()."""
+        if not request.detached and self._active.get(request.id) is request:
+            del self._active[request.id]
+
+    def _add_waiter(self, request: PendingInput, timeout: float) -> asyncio.Future[None]:
+        """A future for one more waiter; the request's deadline moves in to `timeout` if sooner."""
+        loop = asyncio.get_running_loop()
+        timer = request._timer
+        if timer is None or timer.when() > loop.time() + timeout:
+            self._arm_timer(request, timeout)
+        waiter: asyncio.Future[None] = loop.create_future()
+        waiters = request._waiters
+        if waiters is None:
+            request._waiters = waiter
+        elif isinstance(waiters, list):
+            waiters.append(waiter)
+        else:
+            request._waiters = [waiters, waiter]
+        return waiter
+
+    def _withdraw_waiter(self, request: PendingInput, waiter: asyncio.Future[None]) -> None:
+        """A cancelled wait(): the last waiter to go withdraws the request and retires it."""
+        waiters = request._waiters
+        if waiters is waiter:
+            request._waiters = None
+        elif isinstance(waiters, list):
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters:
+                request._waiters = None
+        if request._waiters is not None:
+            return
+        if request.status is RequestStatus.PENDING:
+            if self.suspended:
+                self._release_memory(request)
+                return
+            self._settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
+        self._retire(request)
+
+    def _arm_timer(self, request: PendingInput, seconds: float) -> None:
+        if request._timer is not None:
+            request._timer.cancel()
+        request._timer_seconds = seconds
+        request._timer = asyncio.get_running_loop().call_later(
+            seconds, self._expire_callback, request, context=self._timer_context
+        )
+
+    def _expire(self, request: PendingInput) -> None:
+        request._timer = None
+        reason = timeout_message(request._timer_seconds, request.tool_name)
+        self._settle(request, RequestStatus.TIMED_OUT, reason=reason)
+
+    async def _load(self, pending_id: str) -> PendingInput | None:
+        """Bring a request written by another process (or before a restart) into memory, and
+        take its hold if no live worker has it (bot/human_input/holding.py)."""
+        assert self.store is not None
+        record = await self.store.get_request(pending_id)
+        if record is None:
+            return None
+        existing = self._active.get(pending_id) or self._settled.get(pending_id)
+        if existing is not None:  # loaded meanwhile by another caller
+            return existing
+        if record.status is not RequestStatus.PENDING:
+            self._retain(record)
+            return record
+        record._flags = FOREIGN  # until this worker is known to hold it
+        self._active[pending_id] = record
+        remaining = (record.expires_at or datetime.now(UTC)) - datetime.now(UTC)
+        self._arm_timer(record, max(remaining.total_seconds(), 0.0))
+        record._timer_seconds = record.lifetime_seconds or 0.0
+        await self._take(record)
+        # A settle by another worker that committed while we read the row notified before
+        # the request was ours to wake: read it once more, behind that.
+        self._spawn(self.follow(pending_id))
+        return record

@@ -1,0 +1,225 @@
+"""The one answering path (DESIGN.md §3): an interaction in, a tagged outcome out.
+
+A surface parses its payload into an `Interaction` (which request, who, what they did, the
+inputs) and draws the `Outcome` the router returns. Everything in between is decided here, once
+for every surface: loading the request (on any worker), who may answer, which control the verb
+is, reading the form, building the answer, validating it, the settle, the audit of a refusal,
+and the words of every notice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from bot.access import AnswerPolicy
+from bot.audit import record_refused_answer
+from bot.errors import AnswerInvalidError
+from bot.human_input import HumanInputHandler
+from bot.human_tools import HumanTool
+from bot.records import RequestRecord, RequestStatus, RequestStore
+from bot.requests import wording
+from bot.requests.forms import Form, FormResult, read_form
+from bot.requests.kinds import DECLINE, Control, Verb, kind_of
+from bot.requests.wording import Phrase
+from bot.stored_requests import settled_record
+
+log = logging.getLogger(__name__)
+
+HandlerLookup = Callable[[str], HumanInputHandler | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Interaction:
+    """What a person did to a request, in no platform's terms.
+
+    `submitted` is False for a bare click on a control that asks for a form first (the router
+    answers `NeedsForm`), True when the inputs are the person's answer (a modal, a card's inline
+    inputs, an option's button, a thread reply, a line typed in the console).
+    """
+
+    request_id: str
+    user_id: str
+    verb: Verb
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    submitted: bool = True
+    surface: str = ""
+    aliases: tuple[str, ...] = ()  # other ids of the same person (Teams: AAD and 29: ids)
+    name: str | None = None  # the person's display name, for the audit log
+
+
+class Refusal(StrEnum):
+    UNKNOWN = "unknown"
+    SETTLED = "settled"
+    NOT_YOURS = "not_yours"
+    UNFIT = "unfit"
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The answer was taken: `record` as it settled."""
+
+    record: RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Nothing was taken; `notice` says why, privately, to the person."""
+
+    reason: Refusal
+    notice: Phrase
+    record: RequestRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """The inputs do not make an answer: `errors` by field name ("" for the form as a whole)."""
+
+    record: RequestRecord
+    form: Form | None
+    errors: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsForm:
+    """The control asks for `form` first (a modal on Slack)."""
+
+    record: RequestRecord
+    form: Form
+
+
+Outcome = Settled | Refused | Invalid | NeedsForm
+
+
+class Router:
+    def __init__(
+        self,
+        *,
+        store: RequestStore | None,
+        handler_for: HandlerLookup,
+        handlers: Sequence[HumanInputHandler] = (),
+        policy: AnswerPolicy | None = None,
+        tools: Mapping[str, HumanTool] | None = None,
+    ) -> None:
+        self.store = store
+        self.handler_for = handler_for
+        self.handlers = handlers  # searched for a request when there is no store
+        self.policy = policy or AnswerPolicy()
+        self.tools: Mapping[str, HumanTool] = tools if tools is not None else {}
+
+    async def load(self, request_id: str) -> RequestRecord | None:
+        """The request by id, from the store (any worker's), else from the handlers' memory."""
+        if self.store is not None:
+            return await self.store.get_request(request_id)
+        for handler in self.handlers:
+            request = handler.pending.get(request_id)
+            if request is not None:
+                return request
+        return None
+
+    def may_answer(self, record: RequestRecord, interaction: Interaction) -> bool:
+        ids = (interaction.user_id, *interaction.aliases)
+        return any(self.policy.may_answer(user, record.actor_id) for user in ids if user)
+
+    def controls(self, record: RequestRecord) -> list[Control]:
+        tool = self.tools.get(record.tool_name)
+        return [*kind_of(record.tool_name, tool).controls(record.arguments), DECLINE]
+
+    async def handle(self, interaction: Interaction) -> Outcome:
+        record = await self.load(interaction.request_id)
+        if record is None:
+            return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
+        if record.status is not RequestStatus.PENDING:
+            return Refused(Refusal.SETTLED, wording.already_settled(record), record)
+        if not self.may_answer(record, interaction):
+            await self._audit_refusal(record, interaction)
+            return Refused(Refusal.NOT_YOURS, wording.not_yours(record), record)
+        control = next((c for c in self.controls(record) if c.verb is interaction.verb), None)
+        if control is None:
+            return Refused(Refusal.UNFIT, wording.UNFIT, record)
+        if control.form is not None and not interaction.submitted:
+            return NeedsForm(record, control.form)
+        read = read_form(control.form, interaction.inputs) if control.form else FormResult()
+        if read.errors:
+            return Invalid(record, control.form, read.errors)
+        if interaction.verb is Verb.DECLINE:
+            return await self._settle(record, interaction, None, read.values.get("reason") or "")
+        answer = self._answer(record, interaction, read.values)
+        if isinstance(answer, Invalid):
+            return Invalid(record, control.form, field_errors(answer.errors, control.form))
+        return await self._settle(record, interaction, answer, None)
+
+    def _answer(
+        self, record: RequestRecord, interaction: Interaction, values: Mapping[str, Any]
+    ) -> str | Invalid:
+        """The answer JSON (or verbatim text), checked by the tool's answer model if it has one."""
+        tool = self.tools.get(record.tool_name)
+        kind = kind_of(record.tool_name, tool)
+        payload = kind.answer(interaction.verb, values, interaction.inputs, record.arguments)
+        answer = payload if isinstance(payload, str) else json.dumps(payload)
+        if tool is None:
+            return answer
+        try:
+            return tool.parse_answer(record.arguments, answer)
+        except AnswerInvalidError as err:
+            return Invalid(record, None, err.fields or {"": str(err)})
+
+    async def _settle(
+        self,
+        record: RequestRecord,
+        interaction: Interaction,
+        answer: str | None,
+        reason: str | None,
+    ) -> Outcome:
+        handler = self.handler_for(record.channel_id)
+        if handler is None:
+            log.error("no handler for channel %s of request %s", record.channel_id, record.id)
+            return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
+        by = interaction.user_id
+        if answer is not None:
+            won = await handler.answer(record.id, answer, by=by)
+        else:
+            won = await handler.decline(record.id, reason or "", by=by)
+        latest = await settled_record(self.store, record.id) if self.store is not None else None
+        if won:
+            return Settled(latest or _settled_copy(record, answer, reason, by))
+        latest = latest or record
+        return Refused(Refusal.SETTLED, wording.already_settled(latest), latest)
+
+    async def _audit_refusal(self, record: RequestRecord, interaction: Interaction) -> None:
+        if self.store is None:
+            log.warning("%s may not answer %s", interaction.user_id, record.id)
+            return
+        detail = {"name": interaction.name} if interaction.name else {}
+        await record_refused_answer(
+            self.store, record, interaction.user_id, interaction.surface, **detail
+        )
+
+
+def field_errors(errors: Mapping[str, str], form: Form | None) -> dict[str, str]:
+    """Errors keyed by an answer's keys, put on the form's fields (the first field, or the
+    form as a whole, for a key no field has)."""
+    names = [f.name for f in form.fields] if form is not None else []
+    placed: dict[str, str] = {}
+    for key, message in errors.items():
+        target = key if key in names else (names[0] if names else "")
+        placed.setdefault(target, message)
+    return placed
+
+
+def _settled_copy(
+    record: RequestRecord, answer: str | None, reason: str | None, by: str
+) -> RequestRecord:
+    """The request as settled, for a handler without a store (the answer is in memory)."""
+    status = RequestStatus.RESOLVED if answer is not None else RequestStatus.REJECTED
+    return dataclasses.replace(
+        record, status=status, result=answer, reason=reason, settled_by=by,
+        settled_at=datetime.now(UTC),
+    )  # fmt: skip

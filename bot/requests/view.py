@@ -1,0 +1,82 @@
+"""One view of a request in one state: what every surface draws (DESIGN.md §3).
+
+Slack's Block Kit, Teams' Adaptive Cards and the console each draw a `RequestView`; none of them
+decides what a request says. Live controls exist only while the request is pending, and every
+request can be declined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.arguments import answer_of
+from bot.human_input import RenderState, RequestUpdate
+from bot.human_tools import HumanTool
+from bot.requests.kinds import DECLINE, Control, Fact, Kind, kind_of
+from bot.requests.wording import Phrase, status_line
+
+
+@dataclass(frozen=True, slots=True)
+class RequestView:
+    request_id: str
+    tool_name: str
+    state: RenderState
+    title: str
+    gist: str  # one line for a notification
+    severity: str  # info, warning or danger
+    facts: tuple[Fact, ...]  # what was asked, shown in every state but "preparing"
+    status: Phrase  # whom it is for (pending), or how it ended
+    outcome: tuple[Fact, ...]  # the answer (answered) or the reason (declined)
+    controls: tuple[Control, ...]  # pending only
+    replies: bool  # a reply in the conversation answers it
+    actor_id: str | None
+    expires_at: datetime | None
+
+    @property
+    def live(self) -> bool:
+        return bool(self.controls)
+
+
+def build_view(
+    update: RequestUpdate, tool: HumanTool | None = None, *, live: bool = True
+) -> RequestView:
+    """The view of `update`; `live=False` draws a pending request without its controls (for
+    people who may not answer it)."""
+    kind = kind_of(update.tool_name, tool)
+    args = update.arguments
+    state = update.state
+    preparing = state is RenderState.IN_PROGRESS
+    shown = {} if preparing else args  # arguments still streaming in are shown nowhere
+    controls: tuple[Control, ...] = ()
+    if state is RenderState.EXECUTING and live:
+        controls = (*kind.controls(args), DECLINE)
+    return RequestView(
+        request_id=update.pending_id,
+        tool_name=update.tool_name,
+        state=state,
+        title=kind.title(shown) or update.tool_name,
+        gist=kind.gist(shown),
+        severity=kind.severity(args),
+        facts=() if preparing else tuple(f for f in kind.facts(args) if f.value),
+        status=status_line(
+            state,
+            actor_id=update.actor_id,
+            expires_at=update.expires_at,
+            settled_by=update.settled_by,
+            settled_at=update.settled_at,
+        ),
+        outcome=_outcome(kind, update),
+        controls=controls,
+        replies=kind.replies and state is RenderState.EXECUTING,
+        actor_id=update.actor_id,
+        expires_at=update.expires_at,
+    )
+
+
+def _outcome(kind: Kind, update: RequestUpdate) -> tuple[Fact, ...]:
+    if update.state is RenderState.COMPLETE:
+        return tuple(kind.answer_facts(update.arguments, answer_of(update.result)))
+    if update.state is RenderState.REJECTED and update.reason:
+        return (Fact("Reason", update.reason),)
+    return ()

@@ -1,0 +1,139 @@
+"""Every sentence a person reads about a request, written once for every surface.
+
+A `Phrase` is a template whose people and moments each surface formats its own way (a Slack
+mention and `<!date>`, a Teams name and UTC time, plain text in a terminal), so the words are
+the same everywhere and only the names and dates look native.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from bot.human_input import RenderState
+from bot.records import RequestRecord, RequestStatus
+
+_PLACEHOLDER = re.compile(r"(\{[a-z_]+\})")
+
+
+class Formatter(Protocol):
+    """How a surface writes the parts of a phrase."""
+
+    def text(self, literal: str) -> str:
+        """The phrase's own words, escaped for the surface's markup."""
+        ...
+
+    def person(self, user_id: str) -> str: ...
+
+    def moment(self, when: datetime) -> str: ...
+
+
+class PlainFormatter:
+    """Plain text: ids as they are, UTC times (the console, logs, tests)."""
+
+    def text(self, literal: str) -> str:
+        return literal
+
+    def person(self, user_id: str) -> str:
+        return user_id
+
+    def moment(self, when: datetime) -> str:
+        return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    template: str
+    people: Mapping[str, str] = field(default_factory=dict)
+    moments: Mapping[str, datetime] = field(default_factory=dict)
+
+    def render(self, fmt: Formatter) -> str:
+        out: list[str] = []
+        for part in _PLACEHOLDER.split(self.template):
+            key = part[1:-1] if _PLACEHOLDER.fullmatch(part) else None
+            if key is not None and key in self.people:
+                out.append(fmt.person(self.people[key]))
+            elif key is not None and key in self.moments:
+                out.append(fmt.moment(self.moments[key]))
+            elif part:
+                out.append(fmt.text(part))
+        return "".join(out)
+
+    @property
+    def plain(self) -> str:
+        return self.render(PlainFormatter())
+
+
+def _by_at(template: str, by: str | None, at: datetime | None) -> Phrase:
+    """`template` + " by {by}" + " {at}", each when known."""
+    people = {"by": by} if by else {}
+    moments = {"at": at} if at else {}
+    text = template + (" by {by}" if by else "") + (" {at}" if at else "")
+    return Phrase(text, people, moments)
+
+
+# -- the line under a request, per state ----------------------------------------------------
+
+
+def status_line(
+    state: RenderState,
+    *,
+    actor_id: str | None,
+    expires_at: datetime | None,
+    settled_by: str | None,
+    settled_at: datetime | None,
+) -> Phrase:
+    if state is RenderState.IN_PROGRESS:
+        return Phrase("Preparing request…")
+    if state is RenderState.EXECUTING:
+        who = "{actor}, this is for you." if actor_id else "Anyone here can answer."
+        until = " Expires {expires}." if expires_at else ""
+        return Phrase(
+            who + until,
+            {"actor": actor_id} if actor_id else {},
+            {"expires": expires_at} if expires_at else {},
+        )
+    if state is RenderState.COMPLETE:
+        return _by_at("Answered", settled_by, settled_at)
+    if state is RenderState.REJECTED:
+        return _by_at("Declined", settled_by, settled_at)
+    if state is RenderState.EXPIRED:
+        at = {"at": expires_at} if expires_at else {}
+        return Phrase(("Expired {at}" if at else "Expired") + ": no answer was given in time.",
+                      moments=at)  # fmt: skip
+    return Phrase("Withdrawn: no answer is needed any more.")
+
+
+# -- notices: private replies to someone whose answer was not taken -------------------------
+
+UNKNOWN = Phrase("This request is no longer known.")
+UNFIT = Phrase("That control does not fit this request.")
+UNAVAILABLE = Phrase("This request cannot be answered right now; try again in a moment.")
+
+
+def already_settled(record: RequestRecord) -> Phrase:
+    """Why an answer to a request that is no longer open was not taken."""
+    status = record.status
+    if status is RequestStatus.RESOLVED:
+        return _by_at("This request was already answered", record.settled_by, record.settled_at)
+    if status is RequestStatus.REJECTED:
+        return _by_at("This request was already declined", record.settled_by, record.settled_at)
+    if status is RequestStatus.TIMED_OUT:
+        if record.expires_at is None:
+            return Phrase("This request expired.")
+        return Phrase("This request expired {at}.", moments={"at": record.expires_at})
+    if status is RequestStatus.PENDING:  # another answer is being recorded right now
+        return Phrase("This request is being answered by someone else right now.")
+    return Phrase("This request was withdrawn.")
+
+
+def not_yours(record: RequestRecord) -> Phrase:
+    if record.actor_id is None:
+        return Phrase("You may not answer this request.")
+    return Phrase(
+        "This request is for {actor}: only they, an approver or an admin can answer it.",
+        {"actor": record.actor_id},
+    )

@@ -1,0 +1,195 @@
+"""The `requests` table: create, the settle's compare-and-set, and the reads of requests.
+
+A row and a `PendingInput` (the store's `RequestRecord`) carry the same names: the mapping
+between them is by name, once, in `row_values` and `record_of`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Row,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+
+from bot.records import NO_REFS, PendingInput, RequestStatus, Settlement
+from bot.store.tables import PENDING, audit, holders, proposals, requests, transitions
+
+SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
+
+# The record's fields that are columns (its handler-only fields are not).
+RECORD_COLUMNS = tuple(
+    f.name for f in dataclasses.fields(PendingInput) if f.init and f.name in requests.c
+)
+
+INSERT_REQUEST = insert(requests)
+INSERT_TRANSITION = insert(transitions)
+INSERT_AUDIT = insert(audit)
+NOTIFY = select(func.pg_notify(bindparam("channel"), bindparam("id")))
+
+# The row's holder is a live worker: its heartbeat has not lapsed (bot/human_input/holding.py).
+HELD_BY_LIVE_WORKER = exists().where(
+    holders.c.worker_id == requests.c.held_by, holders.c.alive_until >= bindparam("now")
+)
+# Who may settle a pending request: anyone if no live worker holds it, else only its holder.
+MAY_SETTLE = or_(
+    requests.c.held_by.is_(None),
+    requests.c.held_by == bindparam("worker"),
+    ~HELD_BY_LIVE_WORKER,
+)
+# The compare-and-set: only a request still pending matches, so only one settle can win.
+SETTLE = (
+    update(requests)
+    .where(requests.c.id == bindparam("request_id"), requests.c.status == PENDING, MAY_SETTLE)
+    .values(
+        status=bindparam("new_status"),
+        result=bindparam("new_result"),
+        reason=bindparam("new_reason"),
+        settled_by=bindparam("new_by"),
+        settled_at=bindparam("new_at"),
+        settled_proposal=bindparam("proposal"),
+        held_by=None,
+    )
+)
+DELETE_PROPOSAL = delete(proposals).where(proposals.c.id == bindparam("proposal"))
+GET_REQUEST = select(requests).where(requests.c.id == bindparam("request_id"))
+LIST_PENDING = (
+    select(requests)
+    .where(requests.c.status == PENDING)
+    .order_by(requests.c.created_at, requests.c.id)
+)
+# Both deadline queries are range scans of ix_requests_status_expires_at.
+DUE = (
+    select(requests)
+    .where(requests.c.status == PENDING, requests.c.expires_at <= bindparam("now"))
+    .order_by(requests.c.expires_at)
+    .limit(bindparam("limit"))
+)
+NEXT_DEADLINE = (
+    select(requests.c.expires_at)
+    .where(requests.c.status == PENDING, requests.c.expires_at.is_not(None))
+    .order_by(requests.c.expires_at)
+    .limit(1)
+)
+# FOR UPDATE (PostgreSQL) and BEGIN IMMEDIATE (SQLite) keep two surfaces that post at once
+# from overwriting each other's reference.
+LOCK_MESSAGE_REFS = (
+    select(requests.c.message_refs)
+    .where(requests.c.id == bindparam("request_id"))
+    .with_for_update()
+)
+SET_MESSAGE_REFS = (
+    update(requests)
+    .where(requests.c.id == bindparam("request_id"))
+    .values(message_refs=bindparam("refs"))
+)
+FOR_TOOL_CALL = (
+    select(requests)
+    .where(requests.c.tool_call_id == bindparam("tool_call_id"))
+    .order_by(requests.c.created_at.desc())
+    .limit(1)
+)
+PENDING_IN_ROOM = (
+    select(requests)
+    .where(requests.c.room_id == bindparam("room_id"), requests.c.status == PENDING)
+    .order_by(requests.c.created_at)
+)
+
+
+def row_values(record: PendingInput, holder: str | None) -> dict[str, Any]:
+    values = {name: getattr(record, name) for name in RECORD_COLUMNS}
+    values["status"] = record.status.value
+    values["held_by"] = holder
+    return values
+
+
+def record_of(row: Row[Any]) -> PendingInput:
+    values = {name: getattr(row, name) for name in RECORD_COLUMNS}
+    values["status"] = RequestStatus(values["status"])
+    values["message_refs"] = values["message_refs"] or NO_REFS
+    return PendingInput(**values)
+
+
+def create(conn: Connection, record: PendingInput, holder: str | None) -> None:
+    conn.execute(INSERT_REQUEST, row_values(record, holder))
+    conn.execute(INSERT_TRANSITION, {
+        "request_id": record.id,
+        "from_status": None,
+        "to_status": record.status.value,
+        "at": record.created_at,
+        "by": record.actor_id,
+        "detail": {},
+    })  # fmt: skip
+    conn.execute(INSERT_AUDIT, {
+        "at": record.created_at,
+        "action": "request.created",
+        "request_id": record.id,
+        "actor_id": record.actor_id,
+        "detail": {
+            "tool_name": record.tool_name,
+            "room_id": record.room_id,
+            "channel_id": record.channel_id,
+            "channel_type": record.channel_type,
+            "detached": record.detached,
+        },
+    })  # fmt: skip
+
+
+def settle(conn: Connection, settlement: Settlement, notify: bool, now: datetime) -> bool:
+    """The compare-and-set with its transition and audit rows, written only if it won."""
+    won = conn.execute(SETTLE, {
+        "request_id": settlement.request_id,
+        "new_status": settlement.status.value,
+        "new_result": settlement.result,
+        "new_reason": settlement.reason,
+        "new_by": settlement.by,
+        "new_at": settlement.at,
+        "proposal": settlement.proposal,
+        "worker": settlement.worker,
+        "now": now,
+    })  # fmt: skip
+    if won.rowcount != 1:
+        return False
+    if settlement.proposal is not None:  # applied: the proposal is done with
+        conn.execute(DELETE_PROPOSAL, {"proposal": settlement.proposal})
+    conn.execute(INSERT_TRANSITION, {
+        "request_id": settlement.request_id,
+        "from_status": PENDING,
+        "to_status": settlement.status.value,
+        "at": settlement.at,
+        "by": settlement.by,
+        "detail": {} if settlement.reason is None else {"reason": settlement.reason},
+    })  # fmt: skip
+    detail = {
+        key: value
+        for key, value in (("result", settlement.result), ("reason", settlement.reason))
+        if value is not None
+    }
+    conn.execute(INSERT_AUDIT, {
+        "at": settlement.at,
+        "action": f"request.{settlement.status.value}",
+        "request_id": settlement.request_id,
+        "actor_id": settlement.by,
+        "detail": detail,
+    })  # fmt: skip
+    if notify:  # delivered at commit, to every worker listening: the waiter may be elsewhere
+        conn.execute(NOTIFY, {"channel": SETTLED_CHANNEL, "id": settlement.request_id})
+    return True
+
+
+def set_message_ref(conn: Connection, request_id: str, surface: str, ref: dict[str, Any]) -> None:
+    refs = conn.execute(LOCK_MESSAGE_REFS, {"request_id": request_id}).scalar()
+    if refs is None:
+        raise KeyError(request_id)
+    conn.execute(SET_MESSAGE_REFS, {"request_id": request_id, "refs": {**refs, surface: ref}})

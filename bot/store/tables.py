@@ -1,0 +1,49 @@
+"""The store's tables as SQLAlchemy Core objects, and the small bodies every repository runs.
+
+A body is a synchronous function of a `Connection` run inside one transaction by `SqlStore`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import Connection, Executable, Row, Table
+
+from bot.records import RequestStatus
+from bot.store.schema import (
+    AuditRow,
+    ClaimRow,
+    HolderRow,
+    ProposalRow,
+    RequestRow,
+    RunRow,
+    TranscriptRow,
+    TransitionRow,
+)
+
+PENDING = RequestStatus.PENDING.value
+
+requests = cast(Table, RequestRow.__table__)
+transitions = cast(Table, TransitionRow.__table__)
+audit = cast(Table, AuditRow.__table__)
+transcripts = cast(Table, TranscriptRow.__table__)
+claims = cast(Table, ClaimRow.__table__)
+runs = cast(Table, RunRow.__table__)
+holders = cast(Table, HolderRow.__table__)
+proposals = cast(Table, ProposalRow.__table__)
+
+
+def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:
+    return conn.execute(query, values).first()
+
+
+def every(conn: Connection, query: Executable, values: dict[str, Any]) -> list[Row[Any]]:
+    return list(conn.execute(query, values))
+
+
+def execute(conn: Connection, statement: Executable, values: dict[str, Any]) -> None:
+    conn.execute(statement, values)
+
+
+def count(conn: Connection, statement: Executable, values: dict[str, Any]) -> int:
+    return int(conn.execute(statement, values).rowcount)
