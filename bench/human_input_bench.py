@@ -40,7 +40,8 @@ from bot.human_input import HumanInputHandler
 TOOL = "AskUserQuestion"
 ARGS = {"question": "Which colour?"}
 WARMUP = 500
-HANDLER_FILE = str(Path(__file__).resolve().parent.parent / "bot" / "human_input.py")
+# The handler's modules (a tracemalloc filename pattern).
+HANDLER_FILE = str(Path(__file__).resolve().parent.parent / "bot" / "human_input" / "*.py")
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:
@@ -118,7 +119,7 @@ async def concurrent(count: int) -> dict[str, float]:
 
 
 def _handler_bytes(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> int:
-    """Bytes allocated between two snapshots with bot/human_input.py on the stack."""
+    """Bytes allocated between two snapshots with bot/human_input/ on the stack."""
     only_handler = [tracemalloc.Filter(True, HANDLER_FILE, all_frames=True)]
     old = before.filter_traces(only_handler)
     new = after.filter_traces(only_handler)

@@ -85,8 +85,6 @@ class PendingInput:
     _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False, compare=False)
     _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)
     _flags: int = field(default=0, init=False, repr=False, compare=False)
-    # Updates not yet delivered to the observers, while a delivery is running (else None).
-    _updates: list[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def pending_id(self) -> str:

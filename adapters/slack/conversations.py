@@ -16,11 +16,10 @@ from adapters.slack.rooms import SlackRoom
 from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import escape
-from bot import AIChannel, RequestUpdate
+from bot import AIChannel
 from bot.records import RequestStore
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, Router, Settled
-from bot.requests.view import build_view
 from bot.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -121,13 +120,10 @@ class Conversations:
         # From the store, not memory: the question may have been asked by another worker, or
         # by this one before a restart.
         for request in await self.store.pending_in_room(room.room_id):
-            tool = self.router.tools.get(request.tool_name)
-            reply = Interaction(request.id, user, Verb.ANSWER, {"answer": text}, surface=SURFACE)
-            if not build_view(RequestUpdate.of(request), tool).replies or not (
-                self.router.may_answer(request, reply)
-            ):
+            if not self.router.takes_replies(request) or not self.router.may_answer(request, user):
                 continue
-            outcome = await self.router.handle(reply)
+            reply = Interaction(request.id, user, Verb.ANSWER, {"answer": text}, surface=SURFACE)
+            outcome = await self.router.handle(reply, request)
             if isinstance(outcome, Invalid):  # e.g. too long: say so, privately
                 notice = "; ".join(escape(error) for error in outcome.errors.values())
                 await self.surface.tell(room.channel, user, notice, room.thread_ts or None)

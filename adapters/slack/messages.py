@@ -95,9 +95,9 @@ def draw(view: RequestView) -> list[Block]:
     status = view.status.render(SLACK)
     icon = _ICONS.get(view.state)
     line = f"{icon} {status}" if icon else status
-    if view.state is RenderState.IN_PROGRESS:  # the arguments may still be streaming in
-        return [section(line)]
     title = _SEVERITY.get(view.severity, "") + fit(view.title, HEADER_TEXT)
+    if view.state is RenderState.IN_PROGRESS:  # the view shows no arguments yet
+        return [header(title), section(line)]
     blocks = [header(title), *fact_blocks(view.facts, _FACT_BLOCKS), context(line)]
     blocks += fact_blocks(view.outcome, _OUTCOME_BLOCKS)
     if view.controls:

@@ -29,7 +29,6 @@ from bot.records import RequestRecord, RequestStatus
 from bot.requests import wording
 from bot.requests.kinds import Verb
 from bot.requests.router import (
-    Interaction,
     Invalid,
     NeedsForm,
     Outcome,
@@ -96,22 +95,19 @@ class Invokes:
         record = await self.router.load(action.request_id)
         if record is None:
             return message_response(wording.UNKNOWN.plain)
-        if action.refresh:
+        if action.verb is None:  # a refresh
             return self._refreshed(record, action, user, teams_user_id)
-        control = next((c for c in self.router.controls(record) if c.verb is action.verb), None)
-        form = control.form if control is not None else None
+        form = self.router.form_for(record, action.verb)
         person = interaction(
             action, form, user_id=user, teams_user_id=teams_user_id, name=self.people.name(user)
         )
-        return self._drawn(await self.router.handle(person), action, user)
+        return self._drawn(await self.router.handle(person, record), action, user)
 
     def _refreshed(
         self, record: RequestRecord, action: CardAction, user: str, teams_user_id: str
     ) -> dict[str, Any]:
         pending = record.status is RequestStatus.PENDING
-        # Whether they may answer: a look, not an answer (the verb is not read).
-        look = Interaction(record.id, user, Verb.ANSWER, aliases=(teams_user_id,))
-        may_answer = self.router.may_answer(record, look)
+        may_answer = self.router.may_answer(record, user, (teams_user_id,))
         told = pending and action.trigger == "manual" and not may_answer
         notice = wording.not_yours(record) if told else None
         return self._card(record, user, live=pending and may_answer, notice=notice)

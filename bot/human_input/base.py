@@ -64,6 +64,8 @@ class HandlerState:
         self._settled: OrderedDict[str, PendingInput] = OrderedDict()
         self._scopes: dict[str | None, Scope] = {None: Scope()}
         self._observers: list[Observer] = []
+        # Updates of a request not yet delivered to the observers, while a delivery runs.
+        self._deliveries: dict[str, list[RequestUpdate]] = {}
         self._validators: dict[str, AnswerValidator] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         # Running notifier calls, with the channel of their request (close() cuts a channel's).

@@ -107,6 +107,10 @@ class Holding(HandlerState):
             self._apply(request, proposal, tell=here)
         elif record is not None and record.status is not RequestStatus.PENDING:
             self._apply(request, record, tell=False)
+        else:  # refused, yet no settled row to follow: do not leave the request claimed
+            log.error("no settled row for %s; applied %s in memory only",
+                      request.id, settlement.status)  # fmt: skip
+            self._apply(request, settlement)
         return won
 
     async def _offer(self, proposal: Settlement) -> tuple[bool, bool]:

@@ -63,19 +63,20 @@ class Observing(HandlerState):
         if not self._observers:
             return
         update = RequestUpdate.of(request)
-        if request._updates is not None:  # a delivery is running: it takes this one next
-            request._updates.append(update)
+        queued = self._deliveries.get(request.id)
+        if queued is not None:  # a delivery is running: it takes this one next
+            queued.append(update)
             return
-        request._updates = [update]
-        self._spawn(self._deliver(request))
+        self._deliveries[request.id] = [update]
+        self._spawn(self._deliver(request.id))
 
-    async def _deliver(self, request: PendingInput) -> None:
-        updates = request._updates
+    async def _deliver(self, request_id: str) -> None:
+        updates = self._deliveries[request_id]
         try:
             while updates:
                 await self._observe_all(updates.pop(0))
         finally:
-            request._updates = None
+            del self._deliveries[request_id]
 
     def _tell_observers(self, update: RequestUpdate) -> None:
         if self._observers:

@@ -124,21 +124,35 @@ class Router:
                 return request
         return None
 
-    def may_answer(self, record: RequestRecord, interaction: Interaction) -> bool:
-        ids = (interaction.user_id, *interaction.aliases)
+    def may_answer(self, record: RequestRecord, user_id: str, aliases: Sequence[str] = ()) -> bool:
+        """Whether this person (by any of their ids) may answer the request."""
+        ids = (user_id, *aliases)
         return any(self.policy.may_answer(user, record.actor_id) for user in ids if user)
 
     def controls(self, record: RequestRecord) -> list[Control]:
         tool = self.tools.get(record.tool_name)
         return [*kind_of(record.tool_name, tool).controls(record.arguments), DECLINE]
 
-    async def handle(self, interaction: Interaction) -> Outcome:
-        record = await self.load(interaction.request_id)
+    def form_for(self, record: RequestRecord, verb: Verb) -> Form | None:
+        """The form the control for `verb` asks for (a surface reads its inputs by it)."""
+        control = next((c for c in self.controls(record) if c.verb is verb), None)
+        return control.form if control is not None else None
+
+    def takes_replies(self, record: RequestRecord) -> bool:
+        """Whether a reply in the conversation answers the request (a question)."""
+        return kind_of(record.tool_name, self.tools.get(record.tool_name)).replies
+
+    async def handle(
+        self, interaction: Interaction, record: RequestRecord | None = None
+    ) -> Outcome:
+        """Decide `interaction`; pass `record` when the caller has just loaded it."""
+        if record is None or record.id != interaction.request_id:
+            record = await self.load(interaction.request_id)
         if record is None:
             return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
         if record.status is not RequestStatus.PENDING:
             return Refused(Refusal.SETTLED, wording.already_settled(record), record)
-        if not self.may_answer(record, interaction):
+        if not self.may_answer(record, interaction.user_id, interaction.aliases):
             await self._audit_refusal(record, interaction)
             return Refused(Refusal.NOT_YOURS, wording.not_yours(record), record)
         control = next((c for c in self.controls(record) if c.verb is interaction.verb), None)

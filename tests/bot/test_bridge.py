@@ -130,7 +130,8 @@ async def test_the_seeds_quick_start(
     assert first.tool_names == ["AskUserQuestion"]
     assert first.body["system"].startswith("You are a helpful assistant.")
     assert second.tool_results == [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"answer":"blue"}'}
+        # The seed declares its own AskUserQuestion by name: the answer reaches it verbatim.
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"answer": "blue"}'}
     ]
     await kit.close()
     assert isinstance(ai.provider, AnthropicAIProvider)

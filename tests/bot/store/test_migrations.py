@@ -74,7 +74,7 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
 
     await upgrade(database.url, "0003", schema=database.schema)
     assert await table_names(engine) == {*TABLES, "alembic_version"}
-    assert HOLD_COLUMNS <= await request_columns(engine)
+    assert await request_columns(engine) >= HOLD_COLUMNS
     store = await open_store(database.url, migrate=False, schema=database.schema)
     try:
         await store.create_request(

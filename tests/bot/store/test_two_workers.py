@@ -1,0 +1,243 @@
+"""Two workers on one database: the worker holding a request decides its settle.
+
+Each worker is a `HumanInputHandler` on an `SqlStore` of its own (its own engine and pool), on
+SQLite always and on PostgreSQL when HITL_TEST_POSTGRES_URL is set (see conftest). On
+PostgreSQL each worker hears the other's NOTIFYs, as the bridge wires them; SQLite has none, so
+a holder hears proposals at its heartbeat. The rule under test (DESIGN.md §2): a resolve() or
+answer() that returned True is the answer the waiter gets, and exactly one of them does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
+from bot.records import RequestStatus
+from bot.store import SqlStore, open_store
+from tests.bot.store.conftest import Database
+
+TOOL = "AskUserQuestion"
+ARGS: dict[str, Any] = {"question": "Which colour?"}
+HOLD = 1.0  # seconds a silent holder keeps its requests; it beats every HOLD / 4
+
+
+@dataclass
+class Worker:
+    handler: HumanInputHandler
+    store: SqlStore
+    heard: list[RequestUpdate] = field(default_factory=list)
+    stop_listening: Callable[[], Awaitable[None]] | None = None
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def listen(self) -> None:
+        """Hear the other workers' NOTIFYs (PostgreSQL), as the bridge does."""
+
+        def heard(request_id: str) -> None:
+            task = asyncio.create_task(self.handler.follow(request_id))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+        self.stop_listening = await self.store.listen_settled(heard)
+
+    async def close(self) -> None:
+        if self.stop_listening is not None:
+            await self.stop_listening()
+        await asyncio.wait_for(self.handler.drain(), 5)
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.store.close()
+
+
+async def start_worker(database: Database, name: str, *, migrate: bool = False) -> Worker:
+    store = await open_store(database.url, migrate=migrate, schema=database.schema)
+    worker = Worker(HumanInputHandler(store=store, hold_seconds=HOLD, worker_id=name), store)
+
+    async def observe(update: RequestUpdate) -> None:
+        worker.heard.append(update)
+
+    worker.handler.add_observer(observe)
+    await worker.listen()
+    return worker
+
+
+@pytest.fixture
+async def workers(database: Database) -> AsyncIterator[tuple[Worker, Worker]]:
+    holder = await start_worker(database, "holder", migrate=True)
+    other = await start_worker(database, "other")
+    try:
+        yield holder, other
+    finally:
+        await holder.close()
+        await other.close()
+
+
+def resolve_at(
+    handler: HumanInputHandler, pending_id: str, answer: str, delay: float
+) -> asyncio.Future[bool]:
+    """Call the synchronous resolve() `delay` seconds from now; the future holds its bool."""
+    loop = asyncio.get_running_loop()
+    returned: asyncio.Future[bool] = loop.create_future()
+    loop.call_later(delay, lambda: returned.set_result(handler.resolve(pending_id, answer)))
+    return returned
+
+
+def endings(*workers: Worker) -> list[RenderState]:
+    return [u.state for w in workers for u in w.heard if u.state is not RenderState.EXECUTING]
+
+
+async def test_resolve_on_the_holder_racing_answer_on_another_worker(
+    workers: tuple[Worker, Worker], database: Database
+) -> None:
+    """The holder's synchronous resolve() against another worker's answer(), at every offset
+    around the moment the other's answer reaches the holder: exactly one says True, and that
+    one is what the waiter gets and what the row holds."""
+    holder, other = workers
+    rng = random.Random(8)
+    iterations = 60 if database.dialect == "postgres" else 30
+    wins = {"holder": 0, "other": 0}
+    for i in range(iterations):
+        pending = await holder.handler.create(TOOL, ARGS)
+        waiter = asyncio.create_task(holder.handler.wait(pending.pending_id, timeout=30))
+        await asyncio.sleep(0)
+        offset = (
+            0.0 if i % 3 == 0 else rng.uniform(0, 0.03 if database.dialect == "postgres" else 0.4)
+        )
+        resolved = resolve_at(holder.handler, pending.pending_id, f"holder-{i}", offset)
+        other_won = await asyncio.wait_for(
+            other.handler.answer(pending.pending_id, f"other-{i}"), 10
+        )
+        holder_won = await resolved
+        got = await asyncio.wait_for(waiter, 10)
+
+        assert [holder_won, other_won].count(True) == 1, (i, holder_won, other_won)
+        winner = f"holder-{i}" if holder_won else f"other-{i}"
+        assert got == winner, (i, holder_won, other_won, got)
+        await holder.handler.drain()
+        record = await other.store.get_request(pending.pending_id)
+        assert record is not None
+        assert (record.status, record.result) == (RequestStatus.RESOLVED, winner)
+        wins["holder" if holder_won else "other"] += 1
+    assert wins["holder"] and wins["other"], wins  # both orders happened
+
+
+async def test_answer_on_the_holder_racing_answer_on_another_worker(
+    workers: tuple[Worker, Worker],
+) -> None:
+    holder, other = workers
+    for i in range(10):
+        pending = await holder.handler.create(TOOL, ARGS)
+        waiter = asyncio.create_task(holder.handler.wait(pending.pending_id, timeout=30))
+        names = ["other", "holder"]
+        racers = [other.handler.answer(pending.pending_id, "other", by="U2"),
+                  holder.handler.answer(pending.pending_id, "holder", by="U1")]  # fmt: skip
+        if i % 2:
+            names.reverse()
+            racers.reverse()
+        won = await asyncio.wait_for(asyncio.gather(*racers), 10)
+        assert sorted(won) == [False, True]
+        assert await asyncio.wait_for(waiter, 10) == names[won.index(True)]
+
+
+async def test_two_other_workers_racing_one_wins(
+    workers: tuple[Worker, Worker], database: Database
+) -> None:
+    """Two proposals for one request: the holder applies the first, refuses the second."""
+    holder, other = workers
+    third = await start_worker(database, "third")
+    try:
+        for _ in range(5):
+            pending = await holder.handler.create(TOOL, ARGS)
+            waiter = asyncio.create_task(holder.handler.wait(pending.pending_id, timeout=30))
+            won = await asyncio.wait_for(
+                asyncio.gather(
+                    other.handler.answer(pending.pending_id, "other"),
+                    third.handler.decline(pending.pending_id, "third says no"),
+                ),
+                10,
+            )
+            assert sorted(won) == [False, True]
+            if won[0]:
+                assert await asyncio.wait_for(waiter, 10) == "other"
+            else:
+                with pytest.raises(RuntimeError, match="third says no"):
+                    await asyncio.wait_for(waiter, 10)
+    finally:
+        await third.close()
+
+
+async def test_the_holder_tells_the_surfaces_once(workers: tuple[Worker, Worker]) -> None:
+    holder, other = workers
+    pending = await holder.handler.create(TOOL, ARGS)
+    assert await other.handler.answer(pending.pending_id, "blue", by="U2") is True
+    await holder.handler.drain()
+    await other.handler.drain()
+    assert endings(holder, other) == [RenderState.COMPLETE]
+    assert [u.settled_by for u in holder.heard if u.state is RenderState.COMPLETE] == ["U2"]
+
+
+async def test_a_worker_that_only_waits_does_not_decide(workers: tuple[Worker, Worker]) -> None:
+    """A worker that loaded a request held by a live worker hands its settles over: its
+    synchronous resolve() cannot vouch for the outcome and says False; answer() works."""
+    holder, other = workers
+    pending = await holder.handler.create(TOOL, ARGS)
+    waiter = asyncio.create_task(other.handler.wait(pending.pending_id, timeout=30))
+    await asyncio.sleep(0.1)  # loaded
+    assert pending.pending_id in other.handler.pending
+    assert other.handler.resolve(pending.pending_id, "sync") is False
+    assert await asyncio.wait_for(other.handler.answer(pending.pending_id, "blue"), 10) is True
+    assert await asyncio.wait_for(waiter, 10) == "blue"
+    assert await holder.handler.wait(pending.pending_id) == "blue"
+
+
+async def test_a_dead_holder_does_not_block_answers(
+    workers: tuple[Worker, Worker], database: Database
+) -> None:
+    """A holder cut from the database stops beating; after HOLD seconds the others settle its
+    requests themselves, and the holder, unable to vouch for its hold, stops saying True."""
+    _, other = workers
+    doomed = await start_worker(database, "doomed")
+    pending = await doomed.handler.create(TOOL, ARGS)
+    assert doomed.stop_listening is not None
+    await doomed.stop_listening()
+    await doomed.store.close()  # its heartbeat stops
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert await asyncio.wait_for(other.handler.answer(pending.pending_id, "blue"), 10) is True
+    assert loop.time() - start < HOLD * 3
+    assert doomed.handler.resolve(pending.pending_id, "late") is False
+    assert await other.handler.wait(pending.pending_id) == "blue"
+    await other.handler.drain()
+    assert endings(other) == [RenderState.COMPLETE]  # written, and told, by the other worker
+
+
+async def test_a_request_left_by_a_shutdown_is_taken_by_the_next_waiter(
+    workers: tuple[Worker, Worker],
+) -> None:
+    """A worker shutting down (suspended) lets go of its requests at once: the worker that
+    resumes the run holds them, and decides them synchronously."""
+    holder, other = workers
+    pending = await holder.handler.create(TOOL, ARGS)
+    cut = asyncio.create_task(holder.handler.wait(pending.pending_id, timeout=30))
+    await asyncio.sleep(0)
+    holder.handler.suspended = True
+    cut.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    await holder.handler.drain()  # the hold is given back
+
+    resumed = asyncio.create_task(other.handler.wait(pending.pending_id, timeout=30))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if other.handler.resolve(pending.pending_id, "blue"):
+            break
+    else:
+        pytest.fail("the resuming worker never held the request")
+    assert await asyncio.wait_for(resumed, 10) == "blue"
+    record = await holder.store.get_request(pending.pending_id)
+    assert record is not None and record.result == "blue"
