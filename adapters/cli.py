@@ -1,4 +1,10 @@
-"""The `hitl-bridge` command: demo, serve, db, pending."""
+"""The `hitl-bridge` command: demo, serve, db, pending, audit.
+
+A failure is one line on stderr naming its cause and its fix, with exit status 2 for
+configuration and 1 otherwise (adapters/startup.py); `--debug` adds the traceback. Everything
+printed for admins is escaped (adapters/terminal.py): an id or an argument cannot drive the
+terminal or forge a line.
+"""
 
 from __future__ import annotations
 
@@ -7,52 +13,85 @@ import asyncio
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
-from pydantic import ValidationError
-
-from adapters.settings import Settings
+from adapters.settings import Settings, shown_url
+from adapters.startup import CONFIGURATION, database_step, explain
+from adapters.terminal import safe
 from bot import ConfigurationError
-from bot.store import open_store, upgrade
+from bot.store import SqlStore, open_store, upgrade
+
+ARGUMENTS_SHOWN = 120  # characters of a pending request's arguments that `pending` prints
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error in one line, as every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(CONFIGURATION, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hitl-bridge", description=__doc__)
+    # Also after the command (`hitl-bridge serve --debug`); SUPPRESS keeps the one before it.
+    common = _Parser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log at debug level")  # fmt: skip
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of a failure")  # fmt: skip
+    parser = _Parser(prog="hitl-bridge", description=__doc__.split("\n", 1)[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="an agent in this terminal, asking you")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    demo = commands.add_parser(
+        "demo", parents=[common], help="an agent in this terminal, asking you"
+    )
     demo.add_argument("--message", help="run one turn with this message, then exit")
-    db = commands.add_parser("db", help="database migrations")
+    db = commands.add_parser("db", parents=[common], help="database migrations")
     db.add_argument("action", choices=["upgrade"], help="migrate to the newest revision")
     commands.add_parser(
-        "serve", help="serve Slack (HTTP or Socket Mode) and/or Teams on HITL_HOST:HITL_PORT"
+        "serve", parents=[common],
+        help="serve Slack (HTTP or Socket Mode) and/or Teams on HITL_HOST:HITL_PORT",
+    )  # fmt: skip
+    commands.add_parser("pending", parents=[common], help="list the requests waiting for an answer")
+    audit = commands.add_parser(
+        "audit", parents=[common], help="who asked, answered or was refused, newest first"
     )
-    commands.add_parser("pending", help="list the requests waiting for an answer")
-    audit = commands.add_parser("audit", help="who asked, answered or was refused, newest first")
     audit.add_argument("--request", help="only this request's lines")
     audit.add_argument("--limit", type=int, default=50, help="how many lines (default 50)")
     return parser
+
+
+class _NotOurMistake(logging.Filter):
+    """Drops slack-bolt's warning that the token it read from SLACK_BOT_TOKEN is unused: we
+    give it a client made with that token on purpose, so every start would print it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    bolt = logging.getLogger("slack_bolt.AsyncApp")
+    if not any(isinstance(f, _NotOurMistake) for f in bolt.filters):
+        bolt.addFilter(_NotOurMistake())
     try:
-        settings = Settings()
-    except ValidationError as err:
-        print(f"hitl-bridge: bad configuration:\n{err}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(_run(args, settings))
-    except ConfigurationError as err:
-        print(f"hitl-bridge: {err}", file=sys.stderr)
-        return 2
+        return asyncio.run(_run(args, Settings()))
     except KeyboardInterrupt:
         return 130
+    except Exception as err:
+        if args.debug:
+            traceback.print_exc()
+        explained = explain(err)
+        print(f"hitl-bridge: {explained.line}", file=sys.stderr)
+        return explained.status
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    settings.check_database()
     if args.command == "demo":
         from adapters.console.demo import run_demo
         from adapters.console.surface import StdioTerminal
@@ -63,34 +102,57 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         return await serve(settings)
     if args.command == "db":
-        await upgrade(settings.database_url)
-        print(f"database at {settings.database_url} is at the newest revision")
+        with database_step(settings.database_url):
+            await upgrade(settings.database_url)
+        print(f"database at {safe(shown_url(settings.database_url))} is at the newest revision")
         return 0
     if args.command == "audit":
         return await _print_audit(settings, args.request, args.limit)
     return await _print_pending(settings)
 
 
+async def _migrated_store(settings: Settings) -> SqlStore:
+    """The store, once it is known to be reachable and migrated (else a one-line failure)."""
+    url = settings.database_url
+    store = await open_store(url, migrate=False)
+    try:
+        with database_step(url):
+            if not await store.schema_revision_ok():
+                raise ConfigurationError(
+                    f"the database at {shown_url(url)} is not migrated to this version: "
+                    "run `hitl-bridge db upgrade` first"
+                )
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
 async def _print_pending(settings: Settings) -> int:
-    store = await open_store(settings.database_url, migrate=False)
+    store = await _migrated_store(settings)
     try:
         for record in await store.list_pending():
             deadline = record.expires_at.isoformat() if record.expires_at else "none"
-            who = record.actor_id or "anyone"
-            print(f"{record.id}  {record.tool_name:<16} for {who:<12} room {record.room_id}"
-                  f"  since {record.created_at.isoformat()}  until {deadline}")  # fmt: skip
+            who = safe(record.actor_id or "anyone")
+            arguments = json.dumps(record.arguments, ensure_ascii=False, separators=(",", ":"))
+            if len(arguments) > ARGUMENTS_SHOWN:
+                arguments = arguments[: ARGUMENTS_SHOWN - 1] + "…"
+            print(f"{safe(record.id)}  {safe(record.tool_name):<16} for {who:<12}"
+                  f" room {safe(record.room_id)}  since {record.created_at.isoformat()}"
+                  f"  until {deadline}  {safe(arguments)}")  # fmt: skip
     finally:
         await store.close()
     return 0
 
 
 async def _print_audit(settings: Settings, request_id: str | None, limit: int) -> int:
-    store = await open_store(settings.database_url, migrate=False)
+    store = await _migrated_store(settings)
     try:
         for entry in await store.list_audit(request_id=request_id, limit=limit):
             detail = json.dumps(entry.detail, ensure_ascii=False) if entry.detail else ""
-            print(f"{entry.at.isoformat()}  {entry.action:<22} request {entry.request_id or '-'}"
-                  f"  by {entry.actor_id or '-'}  {detail}")  # fmt: skip
+            print(f"{entry.at.isoformat()}  {safe(entry.action):<22}"
+                  f" request {safe(entry.request_id or '-')}  by {safe(entry.actor_id or '-')}"
+                  f"  {safe(detail)}")  # fmt: skip
     finally:
         await store.close()
     return 0

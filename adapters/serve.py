@@ -14,8 +14,9 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from adapters.console.demo import SYSTEM_PROMPT, make_provider
 from adapters.server import build_web_app
-from adapters.settings import Settings
+from adapters.settings import Settings, shown_url
 from adapters.slack.app import SlackAdapter, slack_client
+from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, HumanInputToolHandler
 from bot.access import AnswerPolicy
@@ -84,12 +85,16 @@ async def build_service(settings: Settings) -> Service:
     slack_secrets = check_slack_settings(settings) if teams is None else _slack_if_set(settings)
     check_model_settings(settings)
     store = await open_store(settings.database_url, migrate=False)
-    if not await store.schema_revision_ok():
+    try:
+        with database_step(settings.database_url):
+            if not await store.schema_revision_ok():
+                raise ConfigurationError(
+                    f"the database at {shown_url(settings.database_url)} is behind this "
+                    "version's migrations: run `hitl-bridge db upgrade` first"
+                )
+    except BaseException:
         await store.close()
-        raise ConfigurationError(
-            f"the database at {settings.database_url} is behind this version's migrations: "
-            "run `hitl-bridge db upgrade` first"
-        )
+        raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
     human = HumanInputToolHandler.builtin(timeout=settings.timeout_seconds)
     channel = AIChannel(
@@ -152,9 +157,11 @@ class Server:
         await runner.setup()
         server = cls(settings, service, runner)
         try:
-            await web.TCPSite(runner, settings.host, settings.port).start()
+            with listening_step(settings.host, settings.port):
+                await web.TCPSite(runner, settings.host, settings.port).start()
             if slack is not None:
-                await slack.start()
+                with slack_step(settings.slack_api_url):
+                    await slack.start()
             if teams is not None:
                 await teams.start()
             await service.bridge.start()
@@ -210,7 +217,8 @@ async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocke
         return None
     token = settings.slack_app_token.get_secret_value()
     handler = AsyncSocketModeHandler(service.slack.app, token)
-    await handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in slack-bolt
+    with slack_step(settings.slack_api_url, "SLACK_APP_TOKEN"):
+        await handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in slack-bolt
     return handler
 
 

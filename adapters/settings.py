@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot import ConfigurationError
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
+# The stores there are: SQLite through aiosqlite, PostgreSQL through asyncpg (plain names are
+# mapped to those drivers).
+DATABASE_SCHEMES = ("sqlite+aiosqlite", "sqlite", "postgresql+asyncpg", "postgresql", "postgres")
 SCRIPTED_MODEL = "scripted"  # HITL_MODEL: the scripted demo model (bot/scripted.py), no API
 
 
@@ -50,6 +57,28 @@ class Settings(BaseSettings):
             self.anthropic_api_key.get_secret_value().strip()
         )
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str) -> str:
+        scheme, sep, _ = value.partition("://")
+        if not sep or scheme.lower() not in DATABASE_SCHEMES:
+            raise ValueError(
+                "must start with sqlite+aiosqlite:/// (a SQLite file) or "
+                "postgresql+asyncpg:// (a PostgreSQL server)"
+            )
+        return value
+
+    def check_database(self) -> None:
+        """ConfigurationError if the database cannot be where HITL_DATABASE_URL says: a SQLite
+        file in a directory that does not exist (SQLite creates the file, not the directory)."""
+        path = sqlite_path(self.database_url)
+        if path is not None and not path.parent.is_dir():
+            raise ConfigurationError(
+                f"the directory {path.parent} of the SQLite database in HITL_DATABASE_URL "
+                f"does not exist: create it (mkdir -p {path.parent}) or set HITL_DATABASE_URL "
+                "to a file in an existing directory"
+            )
+
     @field_validator("admins", "approvers", mode="before")
     @classmethod
     def _split_ids(cls, value: object) -> object:
@@ -57,3 +86,27 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(part for part in value.replace(",", " ").split() if part)
         return value
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (`sqlite:///relative`, `sqlite:////absolute`); None otherwise."""
+    scheme, _, rest = url.partition("://")
+    if not scheme.lower().startswith("sqlite"):
+        return None
+    path = rest.removeprefix("/").split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def shown_url(url: str) -> str:
+    """A database URL as it may be printed: its password, if any, as `***`."""
+    return re.sub(r"^([^:/]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def settings_problem(err: ValidationError) -> str:
+    """What is wrong with the environment, in one line, by variable (values are not repeated:
+    some are secrets)."""
+    problems = []
+    for error in err.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "the settings"
+        problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "bad configuration: " + "; ".join(problems)

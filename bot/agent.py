@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anthropic
+import httpx2  # the anthropic SDK's HTTP client: a connection dropped mid-stream raises its errors
 import jsonschema
 
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
@@ -32,6 +33,14 @@ log = logging.getLogger(__name__)
 ToolStartCallback = Callable[[str, str], None]
 """(tool name, tool_use id): told as soon as a tool_use block starts streaming."""
 TextCallback = Callable[[str], Awaitable[None]]
+
+INTERRUPTED = "The agent's reply was interrupted."
+"""Told to the person when the model's reply was cut short twice and nothing of it was used."""
+
+
+class ReplyInterruptedError(Exception):
+    """The model's reply ended before its `message_stop`: incomplete, so nothing of it is used
+    (not its text, not a tool call whose input looks complete)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +70,9 @@ class AIProvider(Protocol):
         messages: list[dict[str, Any]],
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
-    ) -> AssistantTurn: ...
+    ) -> AssistantTurn:
+        """The next turn, complete; ReplyInterruptedError if the reply was cut short."""
+        ...
 
 
 class AnthropicAIProvider:
@@ -103,9 +114,21 @@ class AnthropicAIProvider:
             tools=offered,
             **extra,
         ) as stream:
-            async for event in stream:
-                if event.type == "content_block_start" and event.content_block.type == "tool_use":
-                    on_tool_start(event.content_block.name, event.content_block.id)
+            # Only `message_stop` completes a reply: a stream that ends before it (cleanly or
+            # not) may hold a tool call whose input merely looks complete.
+            stopped = False
+            try:
+                async for event in stream:
+                    if event.type == "message_stop":
+                        stopped = True
+                    elif event.type == "content_block_start":
+                        block = event.content_block
+                        if block.type == "tool_use":
+                            on_tool_start(block.name, block.id)
+            except httpx2.TransportError as err:
+                raise ReplyInterruptedError(f"{type(err).__name__}: {err}") from err
+            if not stopped:
+                raise ReplyInterruptedError("the stream ended before message_stop")
             message = await stream.get_final_message()
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
         return AssistantTurn(content=content, stop_reason=message.stop_reason)
@@ -136,6 +159,7 @@ class AIChannel:
     human_input_handler: HumanInputToolHandler | None = None
     tools: Iterable[AITool] = ()
     max_rounds: int = 20
+    stream_retries: int = 1  # a reply cut short is asked for again this many times
     channel_type: str = "ai"
     hooks: HookRegistry = field(default_factory=HookRegistry)
     store: RequestStore | None = None
@@ -265,14 +289,12 @@ class AIChannel:
         offered = self.offered_tools
         texts: list[str] = []
         for _ in range(self.max_rounds):
-            turn = await self.provider.generate(
-                system=self.system_prompt,
-                messages=messages,
-                tools=list(offered.values()),
-                on_tool_start=lambda name, call_id: self._preparing(
-                    name, call_id, room_id, actor_id
-                ),
-            )
+            turn = await self._generate(room_id, messages, offered, actor_id)
+            if turn is None:  # cut short every time: nothing of it is used, the person is told
+                texts.append(INTERRUPTED)
+                if on_text is not None:
+                    await on_text(INTERRUPTED)
+                return "\n\n".join(texts)
             messages.append({"role": "assistant", "content": turn.content})
             # Until its results are saved, a turn cancelled here must leave every tool_use with
             # a result: a save the cancellation cut short may have committed already.
@@ -299,12 +321,83 @@ class AIChannel:
         texts.append(f"(stopped after {self.max_rounds} rounds of tool calls)")
         return "\n\n".join(texts)
 
-    def _preparing(self, name: str, call_id: str, room_id: str, actor_id: str | None) -> None:
+    async def _generate(
+        self,
+        room_id: str,
+        messages: list[dict[str, Any]],
+        offered: dict[str, AITool],
+        actor_id: str | None,
+    ) -> AssistantTurn | None:
+        """The model's next complete turn; a reply cut short is asked for again
+        (`stream_retries` times), and None if every one was cut.
+
+        The human tool calls a cut reply announced ("Preparing…") never become requests:
+        their announcements are closed once the turn is known, except one the complete reply
+        makes again under the same id (it goes on to be asked).
+        """
+        announced: dict[str, str] = {}  # tool_use id -> tool name, over every attempt
+
+        def started(name: str, call_id: str) -> None:
+            if self._preparing(name, call_id, room_id, actor_id):
+                announced[call_id] = name
+
+        turn: AssistantTurn | None = None
+        reason = INTERRUPTED
+        try:
+            for attempt in range(self.stream_retries + 1):
+                try:
+                    turn = await self.provider.generate(
+                        system=self.system_prompt,
+                        messages=messages,
+                        tools=list(offered.values()),
+                        on_tool_start=started,
+                    )
+                    break
+                except ReplyInterruptedError as err:
+                    again = attempt < self.stream_retries
+                    log.warning("room %s: the model's reply was interrupted (%s)%s", room_id,
+                                err, ", asking again" if again else "")  # fmt: skip
+        except asyncio.CancelledError:
+            reason = "The turn was cancelled"
+            raise
+        except Exception:
+            reason = "The agent's reply failed"
+            raise
+        finally:
+            kept = {call["id"] for call in turn.tool_calls} if turn is not None else set()
+            for call_id, name in announced.items():
+                if call_id not in kept:
+                    self._drop_preparing(name, call_id, room_id, actor_id, reason)
+        return turn
+
+    def _preparing(self, name: str, call_id: str, room_id: str, actor_id: str | None) -> bool:
+        """Announce a human tool's call as it streams in; whether it was announced."""
         human = self.human_input_handler
-        if human is not None and name in human.tool_names and name in self.offered_tools:
-            human.handler.announce_preparing(
-                name, {}, room_id=room_id, tool_call_id=call_id, channel_id=self.channel_id,
-                channel_type=self.channel_type, actor_id=actor_id,
+        if human is None or name not in human.tool_names or name not in self.offered_tools:
+            return False
+        human.handler.announce_preparing(
+            name, {}, room_id=room_id, tool_call_id=call_id, channel_id=self.channel_id,
+            channel_type=self.channel_type, actor_id=actor_id,
+        )  # fmt: skip
+        return True
+
+    def _drop_preparing(
+        self,
+        name: str,
+        call_id: str,
+        room_id: str,
+        actor_id: str | None,
+        reason: str,
+        *,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        """Close the "Preparing…" message of a call that was announced and is not asked."""
+        human = self.human_input_handler
+        if human is not None and not human.handler.asked(call_id):
+            human.handler.announce_dropped(
+                name, arguments or {}, room_id=room_id, tool_call_id=call_id,
+                channel_id=self.channel_id, channel_type=self.channel_type, actor_id=actor_id,
+                reason=reason,
             )  # fmt: skip
 
     # -- one tool call --------------------------------------------------------------------
@@ -377,12 +470,10 @@ class AIChannel:
         human = self.human_input_handler
         if human is None or event.tool_name not in human.tool_names:
             return
-        announced = event.tool_name in self.offered_tools  # as _preparing decided
-        if announced and not human.handler.asked(event.tool_call_id):
-            human.handler.announce_dropped(
-                event.tool_name, event.arguments, room_id=event.room_id,
-                tool_call_id=event.tool_call_id, channel_id=self.channel_id,
-                channel_type=self.channel_type, actor_id=event.actor_id, reason=reason,
+        if event.tool_name in self.offered_tools:  # announced, as _preparing decided
+            self._drop_preparing(
+                event.tool_name, event.tool_call_id, event.room_id, event.actor_id, reason,
+                arguments=event.arguments,
             )  # fmt: skip
 
     async def _dispatch(self, name: str, arguments: dict[str, Any]) -> _Outcome:

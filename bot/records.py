@@ -34,8 +34,8 @@ MessageRefs = dict[str, dict[str, Any]]
 
 
 class _NoRefs(MessageRefs):
-    """The shared, read-only `message_refs` of a request no surface has posted yet (one empty
-    dict per request would be most of a request's size). The store replaces it, never edits."""
+    """The shared, read-only `message_refs` of a request no surface has posted yet (an empty
+    dict each would add 64 bytes to every request). The store replaces it, never edits it."""
 
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("message_refs is replaced by the store, not changed in place")

@@ -3,16 +3,17 @@
 Everything a request says comes from the core's `RequestView` (title, facts, status, outcome,
 controls and their forms); this module only lays it out as lines of a terminal. Text that a
 model or a person wrote is kept on one line, with control characters and bidi overrides shown
-escaped, so it can neither fake a prompt of ours nor move the cursor or clear the screen.
+escaped (adapters/terminal.py), so it can neither fake a prompt of ours nor move the cursor or
+clear the screen.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.terminal import one_line
 from bot import RenderState
 from bot.requests.forms import FieldKind, FormField, Option
 from bot.requests.kinds import Control, Fact, Verb
@@ -23,7 +24,6 @@ REJECT_PREFIX = "/reject"
 REJECT_HINT = f"(type {REJECT_PREFIX} <reason> at any prompt to decline)"
 INDENT = "  "
 
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _MARKS = {
     RenderState.IN_PROGRESS: "…",
     RenderState.EXECUTING: "▶",
@@ -32,18 +32,6 @@ _MARKS = {
     RenderState.EXPIRED: "⌛",
     RenderState.CANCELLED: "-",
 }
-
-
-def one_line(text: object) -> str:
-    """`text` on one line, its control characters and bidi overrides written as escapes."""
-    return "".join(_escaped(c) for c in " ".join(str(text).split()))
-
-
-def _escaped(char: str) -> str:
-    if char not in _BIDI and unicodedata.category(char) != "Cc":
-        return char
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def phrase(words: Phrase) -> str:

@@ -28,13 +28,13 @@ from adapters.console.render import (
     field_prompt,
     menu,
     menu_prompt,
-    one_line,
     phrase,
     pick,
     rejection,
     sure_prompt,
     yes,
 )
+from adapters.terminal import one_line
 from bot import PendingInputStatus, RenderState, RequestUpdate
 from bot.requests.forms import FieldKind, FormField
 from bot.requests.kinds import Control, Verb

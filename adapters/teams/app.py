@@ -1,9 +1,10 @@
 """The Teams app: the Teams SDK's `App` wired to the core (conversations, invokes, card updates).
 
-The SDK's `App` gives us its HTTP server (JWT validation of every incoming activity, on our
-aiohttp server through `AiohttpAdapter`), its credentials and token manager, and its Bot
-Connector client. Activities that passed its validation come to `_on_activity` (the server's
-`on_request` callback, which `App.initialize()` points at the SDK's own activity pipeline):
+The SDK's `App` gives us its credentials and token manager, its Bot Connector client, and the
+messaging route it registers on `AiohttpAdapter` (http_adapter.py), which serves it on our
+aiohttp server: every incoming activity's token is verified there by our `ActivityVerifier`
+(tokens.py: the SDK's rules, without its blocking key fetch) before its body is read. Activities
+that pass come to `_on_activity`, as plain JSON:
 
 - `message`: a turn, handled after the HTTP response (conversations.py);
 - `invoke` `adaptiveCard/action`: a refresh or an answer, answered with a card (invokes.py);
@@ -37,15 +38,10 @@ from adapters.server import TEAMS_PATH
 from adapters.settings import Settings
 from adapters.teams.connector import Connector
 from adapters.teams.conversations import Conversations
-from adapters.teams.http_adapter import (
-    ActivityEvent,
-    AiohttpAdapter,
-    close_app,
-    connector_client,
-    new_app,
-)
+from adapters.teams.http_adapter import AiohttpAdapter, close_app, connector_client, new_app
 from adapters.teams.invokes import Invokes
 from adapters.teams.surface import People, TeamsSurface
+from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
 from bot.access import AnswerPolicy
 from bot.records import RequestStore
@@ -137,6 +133,12 @@ class TeamsAdapter:
         )
         if not config.authenticated and self.app.credentials is not None:
             raise ConfigurationError(SDK_CREDENTIALS_FOUND)
+        # The SDK's token rules for the App's cloud (`cloud`, or the SDK's CLOUD variable).
+        self.verifier = (
+            ActivityVerifier.bot_framework(config.client_id, self.app.cloud)
+            if config.client_id is not None
+            else None
+        )
         self.people = People()
         self._work: set[asyncio.Task[None]] = set()
         self.surface = TeamsSurface(
@@ -156,18 +158,18 @@ class TeamsAdapter:
         self.invokes = Invokes(surface=self.surface, router=self.router, people=self.people)
 
     async def start(self) -> None:
-        """Initialize the SDK App (JWT validation, the messaging route); take its activities."""
+        """Initialize the SDK App (the messaging route); take its activities."""
         if not self.config.authenticated:
             log.warning(UNAUTHENTICATED_WARNING)
         await self.app.initialize()
-        self.app.server.on_request = self._on_activity
+        self.http.serve(self._on_activity, self.verifier)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """POST /api/messages: the SDK validates the token (401 if missing or bad), then us."""
+        """POST /api/messages: the token verified (401 if missing or bad), then the body read
+        (413 if too large, 400 if not an activity), then `_on_activity`."""
         return await self.http.handle(request)
 
-    async def _on_activity(self, event: ActivityEvent) -> InvokeResponse[Any]:
-        activity = event.body.model_dump(mode="json", exclude_none=True)
+    async def _on_activity(self, activity: dict[str, Any]) -> InvokeResponse[Any]:
         kind = activity.get("type")
         if kind == "invoke" and activity.get("name") == CARD_ACTION:
             return InvokeResponse[Any](status=200, body=await self.invokes.on_action(activity))
@@ -190,7 +192,10 @@ class TeamsAdapter:
         await self.conversations.close()
 
     async def close_clients(self) -> None:
-        """Close the SDK's HTTP clients: after the bridge is closed (its card updates use them)."""
+        """Close the SDK's HTTP clients (after the bridge is closed: its card updates use
+        them) and the verifier's."""
+        if self.verifier is not None:
+            await self.verifier.close()
         await close_app(self.app)
 
 

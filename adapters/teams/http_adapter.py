@@ -1,13 +1,31 @@
 """The Teams SDK on our aiohttp server, and the SDK's quirks, kept in this one module.
 
-The SDK's `App` owns an `HttpServer` (JWT validation of incoming activities, the messaging
-endpoint) that talks to any web framework through the `HttpServerAdapter` protocol
-(`microsoft_teams.apps.http.adapter`): `App.initialize()` calls
-`register_route("POST", "/api/messages", handler)`, and the handler takes and returns plain
-`HttpRequest`/`HttpResponse` dicts. `AiohttpAdapter` keeps that route and serves it from
-`handle`, the aiohttp handler `build_web_app(teams=...)` mounts at the same path: Slack, Teams
-and /healthz share one server and one port. The server's lifecycle is ours (`Server.start` /
-`stop`), so the protocol's `start` refuses and `stop` has nothing to do.
+The SDK's `App` owns an `HttpServer` that talks to any web framework through the
+`HttpServerAdapter` protocol (`microsoft_teams.apps.http.adapter`): `App.initialize()` calls
+`register_route("POST", "/api/messages", handler)`. `AiohttpAdapter` takes that registration
+as the sign that the App is ready and serves the route from `handle`, the aiohttp handler
+`build_web_app(teams=...)` mounts at the same path: Slack, Teams and /healthz share one server
+and one port. The server's lifecycle is ours (`Server.start` / `stop`), so the protocol's
+`start` refuses and `stop` has nothing to do.
+
+`handle` does what the SDK's handler (`HttpServer.handle_request`) does, in a safer order,
+and never calls it: the SDK's handler is given the body already parsed (JSON before any
+credentials: a 10,000-deep body was a 500 RecursionError for anyone) and validates the token
+with PyJWKClient, which fetches Microsoft's signing keys with blocking urllib on the event
+loop, for any token (`alg=none` included): a burst of forged tokens stalled every request on
+the port. Here, in order:
+
+1. the `Authorization` header, verified by `ActivityVerifier` (tokens.py: keys fetched
+   asynchronously and cached, fetches bounded) unless Teams runs unauthenticated
+   (HITL_TEAMS_ALLOW_UNAUTHENTICATED, development only); a refusal is 401 before the body is
+   read, with a WARNING line (at most one per `LOG_EVERY` seconds) that names the reason and
+   the peer, never the token;
+2. the body, read only then, at most `MAX_BODY_BYTES` (413 beyond, without reading the rest),
+   parsed as a JSON object at most `MAX_DEPTH` deep: anything else is 400 with one line (a
+   RecursionError included; deeper bodies would fail pydantic's serializer later, a 500);
+3. the token's `serviceurl` claim against the activity's `serviceUrl` (401 if they differ);
+4. the activity (top-level nulls dropped, as the SDK's `model_dump(exclude_none=True)` did)
+   to the handler given to `serve`, its `InvokeResponse` back as the HTTP response.
 
 Quirks of microsoft-teams-apps 2.1.1 isolated here (each silenced narrowly, only around the
 synchronous code that raises it, so nothing else is hidden):
@@ -15,22 +33,20 @@ synchronous code that raises it, so nothing else is hidden):
   builds a preview `HtmlWidgetSecurityPolicy` at import time;
 - every `ApiClient` (one per `App`, one per activity in the SDK's pipeline, one per clone)
   instantiates the deprecated `BotClient`: a DeprecationWarning each time.
-Not worked around: the SDK validates tokens with PyJWKClient, which fetches Microsoft's signing
-keys with blocking urllib inside the async handler, so the first authenticated activity (and
-one whenever its 5-minute key cache lapses) holds the event loop for that fetch.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Unpack
 
 from aiohttp import web
-from microsoft_teams.api import ApiClient
+from microsoft_teams.api import ApiClient, InvokeResponse
 from microsoft_teams.common.experimental import ExperimentalWarning
 from pydantic_core import to_jsonable_python
 
@@ -40,16 +56,12 @@ with warnings.catch_warnings():
         "ignore", message="HtmlWidgetSecurityPolicy", category=ExperimentalWarning
     )
     from microsoft_teams.apps import App, AppOptions
-    from microsoft_teams.apps.events import ActivityEvent
-    from microsoft_teams.apps.http.adapter import (
-        HttpMethod,
-        HttpRequest,
-        HttpResponse,
-        HttpRouteHandler,
-    )
+    from microsoft_teams.apps.http.adapter import HttpMethod, HttpRouteHandler
+
+from adapters.teams.tokens import ActivityVerifier, Refused
 
 __all__ = [
-    "ActivityEvent",
+    "ActivityHandler",
     "AiohttpAdapter",
     "App",
     "close_app",
@@ -58,6 +70,13 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 256 * 1024  # an activity is a few KB; Teams caps messages at ~28 KB
+MAX_DEPTH = 64  # an activity nests ~10 deep; pydantic's serializer fails past ~250
+LOG_EVERY = 10.0  # seconds: at most one WARNING line per kind of refusal per interval
+
+JSON = dict[str, Any]
+ActivityHandler = Callable[[JSON], Awaitable[InvokeResponse[Any]]]
 
 
 @contextmanager
@@ -96,10 +115,16 @@ class AiohttpAdapter:
 
     def __init__(self) -> None:
         self._routes: dict[str, HttpRouteHandler] = {}
+        self._on_activity: ActivityHandler | None = None
+        self._verifier: ActivityVerifier | None = None
+        self._refusals = Throttled(log, LOG_EVERY)
+        self._bad_bodies = Throttled(log, LOG_EVERY)
 
     # -- the HttpServerAdapter protocol ------------------------------------------------------
 
     def register_route(self, method: HttpMethod, path: str, handler: HttpRouteHandler) -> None:
+        """Called by `App.initialize()`: the path is served from now on (by `handle`, not by
+        the SDK's `handler`, see the module docstring)."""
         if method != "POST":
             raise ValueError(f"unsupported HTTP method for a Teams route: {method}")
         self._routes[path] = handler
@@ -122,27 +147,117 @@ class AiohttpAdapter:
         """The paths the SDK registered (the messaging endpoint once the App is initialized)."""
         return frozenset(self._routes)
 
+    def serve(self, on_activity: ActivityHandler, verifier: ActivityVerifier | None) -> None:
+        """Give the activities `verifier` accepts to `on_activity`; without a verifier, every
+        activity (HITL_TEAMS_ALLOW_UNAUTHENTICATED: development only)."""
+        self._on_activity, self._verifier = on_activity, verifier
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Serve a registered route: JSON in, the SDK's status and JSON body out."""
-        handler = self._routes.get(request.path)
-        if handler is None:  # the App is not initialized yet (or was never configured)
+        """Serve a registered route: authenticate, then read and parse, then the handler."""
+        on_activity = self._on_activity
+        if request.path not in self._routes or on_activity is None:  # not started (yet)
             return web.json_response({"error": "Teams is not ready"}, status=503)
+        claims: JSON | None = None
+        if self._verifier is not None:
+            try:
+                claims = await self._verifier.verify(request.headers.get("Authorization"))
+            except Refused as refusal:
+                return self._refuse(request, str(refusal))
         try:
-            body: Any = await request.json()
-        except ValueError:
-            return web.json_response({"error": "the body is not JSON"}, status=400)
-        if not isinstance(body, dict):
-            return web.json_response({"error": "the body is not a JSON object"}, status=400)
-        headers = {name.lower(): value for name, value in request.headers.items()}
-        response = await handler(HttpRequest(body=body, headers=headers))
-        return _to_aiohttp(response)
+            activity = parse_activity(await read_body(request, MAX_BODY_BYTES))
+        except BodyTooLarge:
+            self._bad_bodies.warning("Teams: refused an activity from %s (413): the body is "
+                                     "over %d bytes", request.remote, MAX_BODY_BYTES)  # fmt: skip
+            return web.json_response({"error": "the body is too large"}, status=413)
+        except BadBody as bad:
+            self._bad_bodies.warning("Teams: refused an activity from %s (400): %s",
+                                     request.remote, bad)  # fmt: skip
+            return web.json_response({"error": str(bad)}, status=400)
+        if claims is not None:
+            try:
+                ActivityVerifier.check_service_url(claims, activity.get("serviceUrl"))
+            except Refused as refusal:
+                return self._refuse(request, str(refusal))
+        return _to_aiohttp(await on_activity(activity))
+
+    def _refuse(self, request: web.Request, reason: str) -> web.Response:
+        self._refusals.warning("Teams: refused an activity from %s (401): %s",
+                               request.remote, reason)  # fmt: skip
+        return web.json_response({"error": "Unauthorized"}, status=401)
 
 
-def _to_aiohttp(response: HttpResponse) -> web.Response:
-    status, body = response["status"], response.get("body")
-    if body is None:
-        return web.Response(status=status)
-    return web.json_response(body, status=status, dumps=_dumps)
+class BodyTooLarge(Exception):
+    """A body over the limit."""
+
+
+class BadBody(Exception):
+    """A body that is not an activity; the message says why, in a few words."""
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The body, or BodyTooLarge as soon as it is known to be over `limit` bytes (from its
+    Content-Length, or once that much has arrived): the rest is never read."""
+    if request.content_length is not None and request.content_length > limit:
+        raise BodyTooLarge
+    body = bytearray()
+    async for chunk in request.content.iter_any():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge
+    return bytes(body)
+
+
+def parse_activity(body: bytes) -> JSON:
+    """A JSON object at most MAX_DEPTH deep, top-level nulls dropped; BadBody otherwise."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BadBody("the body is not JSON") from None
+    if not isinstance(value, dict):
+        raise BadBody("the body is not a JSON object")
+    if _too_deep(value, MAX_DEPTH):
+        raise BadBody(f"the body nests deeper than {MAX_DEPTH} levels")
+    return {name: item for name, item in value.items() if item is not None}
+
+
+def _too_deep(value: JSON, limit: int) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` deep (without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+class Throttled:
+    """A logger's WARNING lines, at most one per `every` seconds; the next line says how many
+    were left out."""
+
+    def __init__(
+        self, logger: logging.Logger, every: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._logger, self._every, self._clock = logger, every, clock
+        self._next = float("-inf")
+        self._left_out = 0
+
+    def warning(self, message: str, *args: Any) -> None:
+        now = self._clock()
+        if now < self._next:
+            self._left_out += 1
+            return
+        if self._left_out:
+            message += f" ({self._left_out} more since the last such line, not logged)"
+        self._logger.warning(message, *args)
+        self._next, self._left_out = now + self._every, 0
+
+
+def _to_aiohttp(response: InvokeResponse[Any]) -> web.Response:
+    if response.body is None:
+        return web.Response(status=response.status)
+    return web.json_response(response.body, status=response.status, dumps=_dumps)
 
 
 def _dumps(value: Any) -> str:

@@ -1,22 +1,29 @@
-"""The `hitl-bridge` command's operator subcommands, run in-process on a real SQLite store."""
+"""The `hitl-bridge` command's operator subcommands, on a real SQLite store: in-process, and as
+the real command in a process of its own for what it prints (to stderr on a failure)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from adapters.cli import main
 from bot.records import RequestRecord, RequestStatus, Settlement
-from bot.store import open_store
+from bot.store import open_store, upgrade
 
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")
 ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(sys.executable).with_name("hitl-bridge")  # the installed console script
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "adapters.cli"]
+POSTGRES_URL_ENV = "HITL_TEST_POSTGRES_URL"
 
 
 @pytest.fixture
@@ -105,3 +112,207 @@ def test_serve_refuses_a_database_behind_its_migrations(
     assert main(["serve"]) == 2  # never migrated
     assert "hitl-bridge db upgrade" in capsys.readouterr().err
     assert main(["db", "upgrade"]) == 0
+
+
+# -- the real command in a process of its own ------------------------------------------------
+
+
+def hitl(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`hitl-bridge *args` with only `env` of our variables, in `tmp_path` (no stray .env)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(CLEAN)}
+    clean |= {"PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [*COMMAND, *args], capture_output=True, text=True, env=clean, cwd=tmp_path,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def migrated(tmp_path: Path) -> str:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}"
+    asyncio.run(upgrade(url))
+    return url
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port something else listens on."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield int(held.getsockname()[1])
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serving(url: str, **env: str) -> dict[str, str]:
+    """What `serve` needs for Slack and the scripted model, on the database at `url`."""
+    return {"HITL_DATABASE_URL": url, "HITL_HOST": "127.0.0.1", "HITL_PORT": "0",
+            "HITL_MODEL": "scripted", "SLACK_BOT_TOKEN": "xoxb-test",
+            "SLACK_SIGNING_SECRET": "secret", **env}  # fmt: skip
+
+
+def missing_postgres_database() -> str:
+    """The test server's URL with a database that does not exist on it."""
+    server = os.environ.get(POSTGRES_URL_ENV)
+    if not server:
+        pytest.skip(f"{POSTGRES_URL_ENV} is not set")
+    parts = urlsplit(server)
+    return urlunsplit(parts._replace(path="/no_such_db_hitl", query=""))
+
+
+# Each case: the command, its environment, the exit status and what its one line must say.
+Case = tuple[list[str], dict[str, str], int, list[str]]
+
+
+def failing(case: str, tmp_path: Path, migrated: str, taken: int, closed: int) -> Case:
+    nowhere = f"sqlite+aiosqlite:///{tmp_path / 'no' / 'such' / 'dir' / 'hitl.db'}"
+    empty = f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    cases: dict[str, Case] = {
+        "sqlite-dir-missing-pending": (
+            ["pending"], {"HITL_DATABASE_URL": nowhere}, 2,
+            ["HITL_DATABASE_URL", "does not exist", "mkdir -p"],
+        ),
+        "sqlite-dir-missing-upgrade": (
+            ["db", "upgrade"], {"HITL_DATABASE_URL": nowhere}, 2,
+            ["HITL_DATABASE_URL", "does not exist", "mkdir -p"],
+        ),
+        "sqlite-dir-missing-serve": (
+            ["serve"], serving(nowhere), 2, ["HITL_DATABASE_URL", "mkdir -p"],
+        ),
+        "unknown-scheme": (
+            ["pending"], {"HITL_DATABASE_URL": "mysql://127.0.0.1/hitl"}, 2,
+            ["HITL_DATABASE_URL", "sqlite+aiosqlite:///", "postgresql+asyncpg://"],
+        ),
+        "port-out-of-range": (
+            ["serve"], serving(migrated, HITL_PORT="70000"), 2, ["HITL_PORT"],
+        ),
+        "port-not-a-number": (["serve"], serving(migrated, HITL_PORT="http"), 2, ["HITL_PORT"]),
+        "port-in-use": (
+            ["serve"], serving(migrated, HITL_PORT=str(taken)), 1,
+            [f"port {taken}", "already in use", "HITL_PORT"],
+        ),
+        "slack-unreachable": (
+            ["serve"], serving(migrated, SLACK_API_URL=f"http://127.0.0.1:{closed}/api/"), 1,
+            ["cannot reach Slack", f"127.0.0.1:{closed}", "SLACK_API_URL"],
+        ),
+        "pending-unmigrated": (
+            ["pending"], {"HITL_DATABASE_URL": empty}, 2, ["not migrated", "db upgrade"],
+        ),
+        "audit-unmigrated": (
+            ["audit"], {"HITL_DATABASE_URL": empty}, 2, ["not migrated", "db upgrade"],
+        ),
+        "serve-unmigrated": (
+            ["serve"], serving(empty), 2, ["migrations", "hitl-bridge db upgrade"],
+        ),
+        "usage": (["pendng"], {}, 2, ["invalid choice", "hitl-bridge --help"]),
+    }  # fmt: skip
+    if case == "postgres-database-missing":
+        url = missing_postgres_database()
+        return ["pending"], {"HITL_DATABASE_URL": url}, 2, ["no_such_db_hitl", "createdb"]
+    return cases[case]
+
+
+CASES = [
+    "sqlite-dir-missing-pending", "sqlite-dir-missing-upgrade", "sqlite-dir-missing-serve",
+    "postgres-database-missing", "unknown-scheme", "port-out-of-range", "port-not-a-number",
+    "port-in-use", "slack-unreachable", "pending-unmigrated", "audit-unmigrated",
+    "serve-unmigrated", "usage",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_failure_is_one_line_naming_cause_and_fix(
+    case: str, tmp_path: Path, migrated: str, taken_port: int, closed_port: int
+) -> None:
+    args, env, status, says = failing(case, tmp_path, migrated, taken_port, closed_port)
+    done = hitl(tmp_path, *args, **env)
+    assert done.returncode == status, done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("hitl-bridge: ")
+    for words in says:
+        assert words in line
+
+
+@pytest.mark.parametrize(
+    "case", ["sqlite-dir-missing-pending", "postgres-database-missing", "port-in-use",
+             "slack-unreachable", "pending-unmigrated"],
+)  # fmt: skip
+def test_debug_shows_the_traceback_too(
+    case: str, tmp_path: Path, migrated: str, taken_port: int, closed_port: int
+) -> None:
+    args, env, status, says = failing(case, tmp_path, migrated, taken_port, closed_port)
+    done = hitl(tmp_path, "--debug", *args, **env)
+    assert done.returncode == status, done.stderr
+    assert "Traceback (most recent call last)" in done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("hitl-bridge: ") and all(words in last for words in says)
+    after = hitl(tmp_path, *args, "--debug", **env)  # after the command works too
+    assert after.returncode == status and "Traceback" in after.stderr
+
+
+def test_a_password_in_the_database_url_is_never_printed(tmp_path: Path) -> None:
+    url = f"postgresql+asyncpg://hitl:hunter2@127.0.0.1:{_closed()}/hitl"
+    done = hitl(tmp_path, "pending", HITL_DATABASE_URL=url)
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "cannot reach the database server" in line and "HITL_DATABASE_URL" in line
+    assert "hunter2" not in line and "hitl:***@" in line
+
+
+def _closed() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# -- what admins read cannot drive their terminal --------------------------------------------
+
+SPOOF = "x\x1b[2J\nFORGED line\u202eevil"
+SHOWN = "x\\x1b[2J\\nFORGED line\\u202eevil"  # as printed: escapes, on the same line
+
+
+async def seed_spoofing(url: str) -> None:
+    store = await open_store(url)
+    now = datetime.now(UTC)
+    for request_id in ("req-open", "req-done"):
+        await store.create_request(RequestRecord(
+            id=f"{request_id}-{SPOOF}", tool_name="requestApproval",
+            arguments={"action": SPOOF, "reason": "r"}, room_id=f"room-{SPOOF}",
+            tool_call_id=f"toolu_{request_id}", channel_id="slack", channel_type="ai",
+            actor_id=f"U-{SPOOF}", detached=False, created_at=now,
+            expires_at=now + timedelta(minutes=5),
+        ))  # fmt: skip
+    answer = f'{{"approved": true, "reason": "{SPOOF}"}}'
+    done = Settlement(f"req-done-{SPOOF}", RequestStatus.RESOLVED, now, result=answer,
+                      by=f"U-{SPOOF}")  # fmt: skip
+    assert await store.settle(done)
+    await store.close()
+
+
+def test_pending_and_audit_print_what_they_were_given_escaped(
+    tmp_path: Path, migrated: str
+) -> None:
+    asyncio.run(seed_spoofing(migrated))
+    pending = hitl(tmp_path, "pending", HITL_DATABASE_URL=migrated)
+    audit = hitl(tmp_path, "audit", HITL_DATABASE_URL=migrated)
+    for done, rows in ((pending, 1), (audit, 3)):  # created twice, resolved once
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        lines = done.stdout.splitlines()
+        assert len(lines) == rows, lines
+        assert not any(c in done.stdout for c in "\x1b\u202e\r")
+        for line in lines:
+            assert "FORGED" in line and "\\x1b[2J" in line and "\\u202e" in line
+    (row,) = pending.stdout.splitlines()
+    assert f"req-open-{SHOWN}" in row and f"room room-{SHOWN}" in row and f"U-{SHOWN}" in row
+    # The arguments as JSON (which escapes control characters its own way), then escaped.
+    assert '{"action":"x\\u001b[2J\\nFORGED line\\u202eevil","reason":"r"}' in row
+    resolved = audit.stdout.splitlines()[0]
+    assert "request.resolved" in resolved and f"by U-{SHOWN}" in resolved

@@ -11,7 +11,7 @@ from typing import Any, cast
 import anthropic
 import pytest
 
-from bot.agent import AIChannel, AnthropicAIProvider
+from bot.agent import INTERRUPTED, AIChannel, AnthropicAIProvider
 from bot.bridge import Bridge
 from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger, ToolCallEvent
@@ -19,13 +19,14 @@ from bot.human_input import RenderState
 from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler
 from bot.tool_context import current_tool_actor_id
 from bot.tools import AITool
-from tests.bot.conftest import WAIT, StartTurn, answer_next, watch, within
+from tests.bot.conftest import WAIT, StartTurn, Watch, answer_next, watch, within
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
     Turn,
     reply,
     reply_text,
     reply_tool_use,
+    stream_events,
     text_block,
     tool_use_block,
 )
@@ -209,6 +210,8 @@ class UncheckedTurn:
     stop_reason: str = "tool_use"
     delay: float = 0.0
     hold: asyncio.Event | None = None
+    cut_after: int | None = None
+    reset: bool = False
 
 
 async def test_a_tool_not_offered_is_refused_and_warned_about_once(
@@ -697,3 +700,123 @@ async def test_an_api_error_surfaces_and_the_room_stays_usable(
     assert failed.value.status_code == 529
     fake.script(reply_text("Back."))
     assert await ai.respond("R1", "second") == "Back."
+
+
+# -- a reply cut short ----------------------------------------------------------------------
+
+
+def _index_after(turn: Turn, last: str, count: int = 1) -> int:
+    """A `cut_after` that ends the stream right after the `count`-th event of type `last`."""
+    types = [event["type"] for event in stream_events(turn)]
+    return [i for i, kind in enumerate(types) if kind == last][count - 1] + 1
+
+
+def _asking(call_id: str, **cut: Any) -> Turn:
+    return reply(text_block("Let me ask."), tool_use_block(ASK, QUESTION, id=call_id), **cut)
+
+
+ASKING = _asking("toolu_x")
+CUTS = {
+    # The tool input is complete, and the stream ends before the reply does.
+    "before-message_delta": {"cut_after": _index_after(ASKING, "content_block_stop", 2)},
+    "before-message_stop": {"cut_after": -1},  # even with stop_reason "tool_use" in hand
+    "connection-dropped": {"cut_after": -1, "reset": True},
+}
+
+
+def _states_of(seen: Watch, call_id: str) -> list[RenderState]:
+    return [u.state for u in seen.updates if u.tool_call_id == call_id]
+
+
+class Said:
+    """A turn's text callback: what the person was told, in order."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.lines.append(text)
+
+
+@pytest.mark.parametrize("cut", CUTS.values(), ids=CUTS.keys())
+async def test_a_reply_cut_short_is_asked_for_again_and_the_turn_goes_on(
+    fake: FakeAnthropic, provider: AnthropicAIProvider, start: StartTurn, cut: dict[str, Any]
+) -> None:
+    fake.script(_asking("toolu_cut", **cut), _asking("toolu_1"), reply_text("Blue it is."))
+    human = asker()
+    seen = watch(human.handler)
+    said = Said()
+    turn = start(channel(provider, human).respond("R1", "Pick", actor_id="U1", on_text=said))
+
+    update = await answer_next(human.handler, seen, '{"answer": "blue"}')
+    assert update.tool_call_id == "toolu_1"
+    assert await within(turn) == "Let me ask.\n\nBlue it is."
+    assert said.lines == ["Let me ask.", "Blue it is."]  # the cut reply's text was never used
+    assert (len(fake.requests), fake.cut) == (3, 1)
+    assert fake.requests[1].body["messages"] == fake.requests[0].body["messages"]
+    assert fake.requests[2].tool_results == [result("toolu_1", '{"answer":"blue"}')]
+    await human.handler.drain()
+    # The cut call was announced while it streamed in, then closed: nobody was asked.
+    assert _states_of(seen, "toolu_cut") == [RenderState.IN_PROGRESS, RenderState.CANCELLED]
+    assert _states_of(seen, "toolu_1") == [
+        RenderState.IN_PROGRESS, RenderState.EXECUTING, RenderState.COMPLETE,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("cut", CUTS.values(), ids=CUTS.keys())
+async def test_a_reply_cut_short_twice_asks_nobody_and_tells_the_person(
+    fake: FakeAnthropic, provider: AnthropicAIProvider, cut: dict[str, Any]
+) -> None:
+    fake.script(_asking("toolu_cut1", **cut), _asking("toolu_cut2", **cut))
+    human = asker()
+    seen = watch(human.handler)
+    said = Said()
+    ai = channel(provider, human)
+
+    assert await within(ai.respond("R1", "Pick", on_text=said)) == INTERRUPTED
+    assert said.lines == [INTERRUPTED] == ["The agent's reply was interrupted."]
+    assert (len(fake.requests), fake.cut) == (2, 2)
+    await human.handler.drain()
+    assert human.handler.pending == {} and seen.of(RenderState.EXECUTING) == []
+    for call_id in ("toolu_cut1", "toolu_cut2"):
+        assert _states_of(seen, call_id) == [RenderState.IN_PROGRESS, RenderState.CANCELLED]
+    assert {u.reason for u in seen.of(RenderState.CANCELLED)} == {INTERRUPTED}
+
+    # Nothing of the cut replies is in the transcript: the room goes on from the person's words.
+    fake.script(reply_text("Sorry, where were we?"))
+    assert await within(ai.respond("R1", "Hello?")) == "Sorry, where were we?"
+    assert fake.requests[-1].body["messages"] == [
+        {"role": "user", "content": [text_block("Pick"), text_block("Hello?")]}
+    ]
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["ended", "connection-dropped"])
+async def test_a_reply_cut_mid_text_is_never_shown_in_part(
+    fake: FakeAnthropic, provider: AnthropicAIProvider, reset: bool
+) -> None:
+    words = "Here is a fairly long answer, in several words."
+    mid_text = _index_after(reply_text(words), "content_block_delta", 2)
+    fake.script(
+        reply_text(words, cut_after=mid_text, reset=reset),
+        reply_text(words, cut_after=mid_text, reset=reset),
+        reply_text(words, cut_after=mid_text, reset=reset),
+        reply_text(words),
+    )
+    said = Said()
+    ai = channel(provider, asker())
+    assert await within(ai.respond("R1", "Explain", on_text=said)) == INTERRUPTED
+    assert said.lines == [INTERRUPTED]
+    assert await within(ai.respond("R1", "Again?", on_text=said)) == words  # cut, then whole
+    assert said.lines == [INTERRUPTED, words]
+    assert (len(fake.requests), fake.cut) == (4, 3)
+    assert fake.requests[-1].body["messages"] == [
+        {"role": "user", "content": [text_block("Explain"), text_block("Again?")]}
+    ]
+
+
+async def test_a_reply_cut_before_it_began_is_asked_for_again(
+    fake: FakeAnthropic, provider: AnthropicAIProvider
+) -> None:
+    fake.script(reply_text("never", cut_after=0), reply_text("Hello."))
+    assert await within(channel(provider, asker()).respond("R1", "hi")) == "Hello."
+    assert (len(fake.requests), fake.cut) == (2, 1)

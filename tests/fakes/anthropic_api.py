@@ -35,6 +35,7 @@ __all__ = [
     "reply",
     "reply_text",
     "reply_tool_use",
+    "stream_events",
     "text_block",
     "tool_use_block",
 ]
@@ -49,12 +50,17 @@ class Turn:
 
     ``delay`` sleeps before every SSE event (before the whole body when not streaming);
     ``hold`` is awaited before the stream's ``message_delta`` (before a JSON reply).
+    ``cut_after`` ends a stream after that many SSE events, as a slice does (``-1``: all but
+    ``message_stop``); the body then ends cleanly, or with ``reset`` the connection is dropped
+    mid-body. Only streams are cut.
     """
 
     content: list[Block]
     stop_reason: StopReason = "end_turn"
     delay: float = 0.0
     hold: asyncio.Event | None = None
+    cut_after: int | None = None
+    reset: bool = False
 
 
 @dataclass
@@ -105,16 +111,25 @@ def reply(
     stop_reason: StopReason | None = None,
     delay: float = 0.0,
     hold: asyncio.Event | None = None,
+    cut_after: int | None = None,
+    reset: bool = False,
 ) -> Turn:
     """A turn of several blocks; stop_reason defaults to "tool_use" if any block is one."""
     if stop_reason is None:
         has_tool = any(b["type"] == "tool_use" for b in blocks)
         stop_reason = "tool_use" if has_tool else "end_turn"
-    return Turn(list(blocks), stop_reason, delay, hold)
+    return Turn(list(blocks), stop_reason, delay, hold, cut_after, reset)
 
 
-def reply_text(text: str, *, delay: float = 0.0, hold: asyncio.Event | None = None) -> Turn:
-    return reply(text_block(text), delay=delay, hold=hold)
+def reply_text(
+    text: str,
+    *,
+    delay: float = 0.0,
+    hold: asyncio.Event | None = None,
+    cut_after: int | None = None,
+    reset: bool = False,
+) -> Turn:
+    return reply(text_block(text), delay=delay, hold=hold, cut_after=cut_after, reset=reset)
 
 
 def reply_tool_use(
@@ -124,8 +139,16 @@ def reply_tool_use(
     *,
     delay: float = 0.0,
     hold: asyncio.Event | None = None,
+    cut_after: int | None = None,
+    reset: bool = False,
 ) -> Turn:
-    return reply(tool_use_block(name, input, id), delay=delay, hold=hold)
+    block = tool_use_block(name, input, id)
+    return reply(block, delay=delay, hold=hold, cut_after=cut_after, reset=reset)
+
+
+def stream_events(turn: Turn, model: str = "claude-test") -> list[dict[str, Any]]:
+    """The SSE events a turn streams, uncut: to pick a ``cut_after`` by what it lands on."""
+    return list(_events(_message({"model": model, "messages": []}, turn)))
 
 
 class _Reject(Exception):
@@ -143,7 +166,8 @@ class FakeAnthropic:
 
     api_key: str | None = None
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
-    aborted: int = field(default=0, init=False)  # streams cut off before message_stop
+    aborted: int = field(default=0, init=False)  # streams the client left before message_stop
+    cut: int = field(default=0, init=False)  # streams cut short as scripted (``cut_after``)
     _queue: deque[ScriptItem] = field(default_factory=deque, init=False)
     _active: set[asyncio.Task[Any]] = field(default_factory=set, init=False)
     _runner: web.AppRunner | None = field(default=None, init=False)
@@ -279,13 +303,22 @@ class FakeAnthropic:
         )
         resp.headers["Cache-Control"] = "no-cache"
         await resp.prepare(request)
+        events = list(_events(message))
+        if turn.cut_after is not None:
+            events = events[: turn.cut_after]
         try:
-            for event in _events(message):
+            for event in events:
                 if event["type"] == "message_delta" and turn.hold is not None:
                     await turn.hold.wait()
                 await asyncio.sleep(turn.delay)
                 payload = json.dumps(event, separators=(",", ":"))
                 await resp.write(f"event: {event['type']}\ndata: {payload}\n\n".encode())
+            if turn.cut_after is not None:
+                self.cut += 1
+                if turn.reset and request.transport is not None:
+                    # Dropped mid-body: the client never reads the chunked body's last chunk.
+                    request.transport.close()
+                    return resp
             await resp.write_eof()
         except (asyncio.CancelledError, ConnectionError):
             self.aborted += 1

@@ -15,10 +15,10 @@ from adapters.console.render import (
     field_input,
     field_prompt,
     menu,
-    one_line,
     pick,
     rejection,
 )
+from adapters.terminal import one_line
 from bot import BUILTIN_TOOLS, RenderState, RequestUpdate
 from bot.requests.forms import FieldKind, FormField, numbered_options
 from bot.requests.kinds import Verb

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from bot.records import AuditEntry, RequestRecord, RequestStatus, Settlement
+from bot.records import AuditEntry, Decision, RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, journal
 from bot.store.engine import async_url
 from tests.bot.store.conftest import Database
@@ -144,6 +145,94 @@ async def test_settles_from_two_stores_have_one_winner(store: SqlStore, database
     finally:
         await other.close()
     assert len(await transitions(store, "r1")) == 2
+
+
+# -- holds and proposals (bot/human_input/holding.py) ---------------------------------------
+
+
+def alive(seconds: float = 60) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+def as_worker(settlement: Settlement, worker: str, proposal: str | None = None) -> Settlement:
+    return dataclasses.replace(settlement, worker=worker, proposal=proposal)
+
+
+async def test_a_request_held_by_a_live_worker_is_settled_by_it_only(store: SqlStore) -> None:
+    await store.create_request(make_record(), holder="W1")
+    await store.beat("W1", alive())
+    assert await store.settle(resolve()) is False  # nobody in particular
+    assert await store.settle(as_worker(resolve(), "W2")) is False
+    assert await store.settle(as_worker(resolve(result="mine"), "W1")) is True
+    settled = await store.get_request("r1")
+    assert settled is not None and settled.result == "mine"
+
+
+async def test_a_lapsed_or_missing_heartbeat_frees_the_request(store: SqlStore) -> None:
+    await store.create_request(make_record("r1"), holder="W1")  # W1 never beat
+    assert await store.settle(as_worker(resolve("r1"), "W2")) is True
+    await store.create_request(make_record("r2"), holder="W1")
+    await store.beat("W1", alive(-1))  # lapsed
+    assert await store.settle(as_worker(resolve("r2"), "W2")) is True
+
+
+async def test_hold_takes_only_what_no_live_worker_holds(store: SqlStore) -> None:
+    await store.create_request(make_record(), holder="W1")
+    await store.beat("W1", alive())
+    await store.beat("W2", alive())
+    assert await store.hold("r1", "W2") is False
+    assert await store.hold("r1", "W1") is True  # already its own
+    await store.unhold("r1", "W2")  # not W2's: nothing changes
+    assert await store.hold("r1", "W2") is False
+    await store.unhold("r1", "W1")
+    assert await store.hold("r1", "W2") is True
+    assert await store.settle(as_worker(resolve(), "W1")) is False
+
+
+async def test_a_proposal_is_decided_by_the_holder(store: SqlStore) -> None:
+    await store.create_request(make_record(), holder="W1")
+    await store.beat("W1", alive())
+    first = as_worker(resolve(result="from-W2", by="U2"), "W2", proposal="p1")
+    second = as_worker(resolve(result="from-W3", by="U3"), "W3", proposal="p2")
+    assert await store.propose(first) is None  # handed over
+    assert await store.propose(second) is None
+    assert await store.decision(first) is Decision.PENDING
+    assert await store.beat("W1", alive()) == ["r1"]  # the holder hears of them
+    waiting = await store.proposals("r1")
+    assert waiting is not None
+    assert [(p.proposal, p.result, p.by) for p in waiting] == [
+        ("p1", "from-W2", "U2"),
+        ("p2", "from-W3", "U3"),
+    ]
+    assert await store.settle(as_worker(waiting[0], "W1", proposal="p1")) is True
+
+    assert await store.decision(first) is Decision.ACCEPTED
+    assert await store.decision(second) is Decision.REFUSED
+    assert await store.proposals("r1") is None  # settled
+    assert await store.beat("W1", alive()) == []
+    async with store.engine.connect() as conn:
+        left = await conn.execute(text("SELECT count(*) FROM proposals"))
+        assert left.scalar() == 0  # every proposal is gone once decided
+    settled = await store.get_request("r1")
+    assert settled is not None and (settled.result, settled.settled_by) == ("from-W2", "U2")
+
+
+async def test_a_proposal_to_a_gone_holder_is_orphaned(store: SqlStore) -> None:
+    await store.create_request(make_record(), holder="W1")
+    await store.beat("W1", alive())
+    proposal = as_worker(resolve(result="from-W2"), "W2", proposal="p1")
+    assert await store.propose(proposal) is None
+    await store.beat("W1", alive(-1))  # W1 stopped beating
+    assert await store.decision(proposal) is Decision.ORPHANED
+    assert await store.settle(proposal) is True
+    assert await store.decision(proposal) is Decision.ACCEPTED
+
+
+async def test_a_proposal_settles_directly_when_nobody_holds_the_request(store: SqlStore) -> None:
+    await store.create_request(make_record())
+    assert await store.propose(as_worker(resolve(), "W2", proposal="p1")) is True
+    assert await store.propose(as_worker(resolve(), "W3", proposal="p2")) is False
+    assert await store.propose(as_worker(resolve("nope"), "W3", proposal="p3")) is False
 
 
 async def test_cancelled_writes_are_all_or_nothing(store: SqlStore) -> None:
