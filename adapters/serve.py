@@ -13,6 +13,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from adapters.console.demo import SYSTEM_PROMPT, make_provider
+from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.slack.app import SlackAdapter, slack_client
@@ -147,13 +148,23 @@ class Server:
             return service.ready
 
         slack, teams = service.slack, service.teams
+        runs = service.bridge.runs
+        readiness = Readiness(
+            service.store,
+            started=lambda: service.ready,
+            worker=runs.worker_id if runs is not None else None,
+        )
         app = build_web_app(
             health=health,
             slack=slack.handle if slack is not None else None,
             teams=teams.handle if teams is not None else None,
+            ready=readiness.handle,
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
+        # lingering_time=0: a body its handler did not read (a refused request's) is not
+        # drained after the response (aiohttp would, for 10 s, decoding it: a traceback at
+        # ERROR for a garbage gzip body); the connection is closed instead.
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0, lingering_time=0)
         await runner.setup()
         server = cls(settings, service, runner)
         try:

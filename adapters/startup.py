@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from slack_sdk.errors import SlackApiError
 
 from adapters.settings import settings_problem, shown_url, sqlite_path
+from adapters.slack.surface import slack_error
 from adapters.terminal import safe
 from bot import ConfigurationError
 
@@ -101,7 +102,7 @@ def slack_step(api_url: str | None, variable: str = "SLACK_BOT_TOKEN") -> Iterat
     try:
         yield
     except SlackApiError as err:
-        code = str(err.response.get("error", "")) or f"HTTP {err.response.status_code}"
+        code = slack_error(err)  # a 5xx with an HTML body has no "error"
         if code in SLACK_TOKEN_ERRORS:
             raise StartupError(
                 f"Slack refused {variable} ({code}): set it to the token of the app "

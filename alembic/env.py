@@ -12,9 +12,11 @@ import os
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import pool
+from sqlalchemy import event, pool
 from sqlalchemy.engine import Connection
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import async_engine_from_config
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from bot.store.engine import (
     DEFAULT_URL,
@@ -97,11 +99,21 @@ async def run_async_migrations() -> None:
     )
     if is_sqlite(url):
         configure_sqlite(engine)
+        # A migration that rebuilds a table (batch mode: SQLite cannot alter a constraint)
+        # drops the old one; with foreign keys on, that drop would delete, by cascade, every
+        # row referring to it. Each connection here is the migration's alone.
+        event.listen(engine.sync_engine, "connect", _foreign_keys_off)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(do_run_migrations)
     finally:
         await engine.dispose()
+
+
+def _foreign_keys_off(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=OFF")
+    cursor.close()
 
 
 def run_migrations_online() -> None:

@@ -11,6 +11,7 @@ from bot.errors import (
     HumanInputRejectedError,
     ToolFailedError,
     ToolRefusedError,
+    UndeliverableError,
     UnservedToolCallError,
 )
 from bot.hooks import HookContext, HookExecution, HookResult, HookTrigger, ToolCallEvent
@@ -56,6 +57,7 @@ __all__ = [
     "ToolFailedError",
     "ToolHandler",
     "ToolRefusedError",
+    "UndeliverableError",
     "UnservedToolCallError",
     "compose_tool_handlers",
     "current_tool_actor_id",

@@ -15,9 +15,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from bot.agent import AIChannel, TextCallback
+from bot.errors import UndeliverableError
+from bot.failures import RepeatedFailures
 from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
-from bot.records import RequestRecord, RequestStore
+from bot.records import RequestRecord, RequestStore, StoreUnavailableError
 from bot.runs import LEASE_SECONDS, RunLeases
 from bot.surfaces import Surface
 from bot.timers import DeadlineScheduler
@@ -51,6 +53,7 @@ class Bridge:
         self._stopping = asyncio.Event()
         self._stop_listening: Callable[[], Awaitable[None]] = _nothing
         self.runs = RunLeases(store, lease_seconds=lease_seconds) if store is not None else None
+        self._failures = RepeatedFailures(log)
 
     def hook(
         self,
@@ -126,13 +129,33 @@ class Bridge:
 
     def _through_mirrors(self, observer: Observer) -> Observer:
         async def deliver(update: RequestUpdate) -> None:
-            await observer(update)
+            try:
+                await observer(update)
+            except UndeliverableError as err:
+                await self._undeliverable(update, str(err))
             for mirror in self._mirrors:
                 for room_id in mirror(update):
                     if room_id != update.room_id:
-                        await observer(dataclasses.replace(update, room_id=room_id))
+                        try:
+                            await observer(dataclasses.replace(update, room_id=room_id))
+                        except UndeliverableError as err:  # its own room decides, not a copy
+                            log.warning("could not show %s in %s: %s",
+                                        update.pending_id, room_id, err)  # fmt: skip
 
         return deliver
+
+    async def _undeliverable(self, update: RequestUpdate, reason: str) -> None:
+        """A surface could not show a new request in its own room, after its retries: the
+        person cannot be asked, so the request settles as undeliverable now (not at its
+        deadline) and its waiter, the model, is told so."""
+        handler = self.handler_for(update.channel_id)
+        if not update.pending_id or handler is None:
+            log.error("could not show %s in %s: %s", update.pending_id or update.tool_name,
+                      update.room_id, reason)  # fmt: skip
+            return
+        log.warning("request %s could not be delivered to %s: %s",
+                    update.pending_id, update.room_id, reason)  # fmt: skip
+        await handler.undeliverable(update.pending_id, reason)
 
     async def _on_input_required(self, event: PendingInputEvent) -> bool:
         context = HookContext(room_id=event.room_id, channel_id=event.channel_id)
@@ -184,6 +207,9 @@ class Bridge:
         while not self._stopping.is_set():
             try:
                 await self.adopt_orphans(runs)
+                self._failures.recovered("adopting orphaned runs")
+            except StoreUnavailableError as err:
+                self._failures.failed("adopting orphaned runs", err)
             except Exception:
                 log.exception("adopting orphaned runs failed")
             with contextlib.suppress(TimeoutError):

@@ -12,6 +12,12 @@ class HumanInputRejectedError(RuntimeError):
     """A person (or an ON_USER_INPUT_REQUIRED hook) refused the request; `str(err)` says why."""
 
 
+class UndeliverableError(RuntimeError):
+    """A request could not be shown to anyone: `str(err)` says why. A surface raises it from
+    `observe` when the platform refused to post a new request for good (after retries); the
+    request then settles as undeliverable, and its waiter raises it too."""
+
+
 class AnswerInvalidError(ValueError):
     """An answer that fails the tool's answer model; the request stays pending.
 

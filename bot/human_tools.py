@@ -30,9 +30,10 @@ from bot.errors import (
     HumanInputRejectedError,
     ToolFailedError,
     ToolRefusedError,
+    UndeliverableError,
     UnservedToolCallError,
 )
-from bot.human_input import HumanInputHandler, timeout_message
+from bot.human_input import HumanInputHandler, timeout_message, undeliverable_message
 from bot.requests import forms
 from bot.tool_context import current_tool_context
 from bot.tools import AITool
@@ -489,6 +490,8 @@ class HumanInputToolHandler:
             ) from None
         except TimeoutError as expired:
             raise ToolFailedError(str(expired) or timeout_message(self.timeout, name)) from None
+        except UndeliverableError as undelivered:
+            raise ToolFailedError(undeliverable_message(str(undelivered))) from None
 
 
 def answer_json(answer: BaseModel | dict[str, Any]) -> str:

@@ -24,10 +24,18 @@ class RequestStatus(StrEnum):
     REJECTED = "rejected"
     TIMED_OUT = "timed_out"
     CANCELLED = "cancelled"
+    # No surface could show it (the platform refused the post, after retries): the person was
+    # never asked, which is not the same as their not answering.
+    UNDELIVERABLE = "undeliverable"
 
 
 class StoreClosedError(RuntimeError):
     """The store was closed: background work using it stops."""
+
+
+class StoreUnavailableError(RuntimeError):
+    """The database cannot be reached or written right now (read-only, full, down): the call
+    did nothing, and the same call may work later. The driver's error is its `__cause__`."""
 
 
 MessageRefs = dict[str, dict[str, Any]]

@@ -16,7 +16,8 @@ import secrets
 import socket
 from datetime import UTC, datetime, timedelta
 
-from bot.records import RequestStore, RunRecord
+from bot.failures import RepeatedFailures
+from bot.records import RequestStore, RunRecord, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class RunLeases:
         self._held = 0
         self._renewer: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self._failures = RepeatedFailures(log)
 
     def _lease_until(self) -> datetime:
         return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
@@ -94,13 +96,21 @@ class RunLeases:
             if self._held and not self._stopping.is_set():
                 try:
                     await self.store.renew_runs(self.worker_id, self._lease_until())
+                    self._failures.recovered("renewing the run leases")
+                except StoreUnavailableError as err:
+                    self._failures.failed("renewing the run leases", err)
                 except Exception:
                     log.exception("could not renew the leases of %s", self.worker_id)
 
     async def release_all(self) -> None:
         """Shutting down: let every run of this worker lapse now, for another to adopt."""
         await self.stop()
-        released = await self.store.release_runs(self.worker_id, datetime.now(UTC))
+        try:
+            released = await self.store.release_runs(self.worker_id, datetime.now(UTC))
+        except StoreUnavailableError as err:
+            log.warning("could not release the runs of %s (%s): other workers adopt them once "
+                        "their leases lapse", self.worker_id, err)  # fmt: skip
+            return
         if released:
             log.warning("released %d run(s) for other workers to resume", released)
 

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from bot.records import RequestRecord, RequestStore
+from bot.failures import RepeatedFailures
+from bot.records import RequestRecord, RequestStore, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,9 @@ class DeadlineScheduler:
         # The `now` of the latest sweep: what was due then has been offered to on_due.
         self._swept_at: datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        # A database that cannot be written fails every sweep alike: one line, not a traceback
+        # every `retry_delay`.
+        self._failures = RepeatedFailures(logger)
 
     @property
     def running(self) -> bool:
@@ -105,6 +109,11 @@ class DeadlineScheduler:
             try:
                 await self._sleep(await self._delay())
                 await self.sweep()
+                self._failures.recovered("the deadline sweep")
+            except StoreUnavailableError as err:
+                self._failures.failed("the deadline sweep", err)
+                self._sleeping_until = None
+                await asyncio.sleep(self._retry_delay)
             except Exception:
                 logger.exception("deadline sweep failed; retrying in %.1f s", self._retry_delay)
                 self._sleeping_until = None
@@ -133,5 +142,7 @@ class DeadlineScheduler:
     async def _fire(self, record: RequestRecord) -> None:
         try:
             await self._on_due(record)
+        except StoreUnavailableError as err:
+            self._failures.failed("expiring a due request", err)
         except Exception:
             logger.exception("on_due failed for request %s", record.id)

@@ -31,6 +31,7 @@ _MARKS = {
     RenderState.REJECTED: "✗",
     RenderState.EXPIRED: "⌛",
     RenderState.CANCELLED: "-",
+    RenderState.UNDELIVERABLE: "!",
 }
 
 

@@ -1,28 +1,53 @@
-"""The Slack app: slack-bolt's AsyncApp wired to the core (conversations, interactions, edits)."""
+"""The Slack app: slack-bolt's AsyncApp wired to the core (conversations, interactions, edits).
+
+POST /slack/events is ours before it is Bolt's (`SlackAdapter.handle`): the body is read (at
+most `MAX_BODY` bytes, 413 beyond), the signature verified on those raw bytes (401 otherwise,
+before anything looks at the body), then the body is parsed as Bolt will parse it and checked
+to have the shape Slack sends (400 otherwise, parse.check_envelope); only then does Bolt see
+it. Refusals are one WARNING line at most every few seconds, never a traceback; what Bolt or a
+listener did not expect is one line with a short id (adapters/http_limits.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from collections.abc import Coroutine
+import time
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from aiohttp.http_exceptions import HttpProcessingError
+from multidict import CIMultiDictProxy
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.error import BoltUnhandledRequestError
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import parse_body
+from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.http_limits import (
+    LOG_EVERY,
+    BodyTooLarge,
+    Throttled,
+    one_line,
+    read_body,
+    report_unexpected,
+)
 from adapters.slack.conversations import Conversations
 from adapters.slack.interactions import Interactions
 from adapters.slack.messages import pending_summary
+from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
 from adapters.slack.surface import SlackSurface
@@ -35,6 +60,14 @@ log = logging.getLogger(__name__)
 SLASH_COMMAND = "/hitl"
 
 SLACK_API_URL = "https://slack.com/api/"
+
+MAX_BODY = 1024 * 1024  # bytes: Slack's payloads are a few KB; a full modal's state ~100 KB
+MAX_AGE = 5 * 60  # seconds a signed request is good for (Slack's rule)
+FORM = "application/x-www-form-urlencoded"  # interactions, slash commands
+JSON_TYPE = "application/json"  # the Events API
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")  # ASCII digits only: int() takes " 1_0" too
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+_BOLT_HEADERS = "x-slack-bolt-"  # Bolt's own switches (lazy listeners): never from a client
 
 
 def slack_client(token: str, api_url: str | None = None) -> AsyncWebClient:
@@ -71,9 +104,19 @@ class SlackAdapter:
         self._work: set[asyncio.Task[None]] = set()
         # process_before_response: Bolt answers Slack when the listener returns (instead of
         # polling for the ack), so our listeners ack and hand everything slow to `_later`.
+        # raise_error_for_unhandled_request: a request no listener takes is one line from
+        # `_on_error`, not Bolt's multi-line suggestion of a listener with the body in it.
         self.app = AsyncApp(
-            client=client, signing_secret=signing_secret, process_before_response=True
+            client=client,
+            signing_secret=signing_secret,
+            process_before_response=True,
+            raise_error_for_unhandled_request=True,
         )
+        self._verifier = SignatureVerifier(signing_secret)
+        self._refusals = Throttled(log, LOG_EVERY)  # 401
+        self._bad_bodies = Throttled(log, LOG_EVERY)  # 400, 413
+        self._unhandled = Throttled(log, LOG_EVERY)  # 404: no listener
+        self._failures = Throttled(log, LOG_EVERY, burst=10, level=logging.ERROR)
         self.surface = SlackSurface(client, store, router.tools)
         bridge.attach(self.surface)
         self.conversations = Conversations(
@@ -95,6 +138,18 @@ class SlackAdapter:
         app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
         app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
         app.command(SLASH_COMMAND)(self._on_command)
+        app.error(self._on_error)
+
+    async def _on_error(self, error: Exception, body: dict[str, Any]) -> BoltResponse | None:
+        """What Bolt or a listener raised: one line, never Bolt's traceback, and no 500."""
+        if isinstance(error, BoltUnhandledRequestError):
+            kind = body.get("type") or ("command" if "command" in body else "untyped")
+            self._unhandled.log("Slack: no listener for a %s request (404)", one_line(kind, 60))
+            return None  # Bolt's 404 stands
+        ident = report_unexpected(log, error, "Slack: a request", self._failures)
+        if isinstance(error, ValueError | RecursionError):  # a payload we could not read
+            return BoltResponse(status=400, body={"error": "bad request", "id": ident})
+        return BoltResponse(status=503, body={"error": "internal error", "id": ident})
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         """/hitl [pending]: the requests waiting for an answer in this channel, privately."""
@@ -129,9 +184,56 @@ class SlackAdapter:
         self.bot_user_id = str(auth["user_id"])
 
     async def handle(self, request: web.Request) -> web.Response:
-        """POST /slack/events: Bolt verifies the signature (401 if bad or stale) and dispatches."""
-        response = await self.app.async_dispatch(await to_bolt_request(request))
-        return await to_aiohttp_response(response)
+        """POST /slack/events: read (413), authenticate (401), parse (400), then Bolt."""
+        refusal: str | None
+        try:
+            raw = await read_body(request, MAX_BODY)
+        except BodyTooLarge:
+            self._bad_bodies.warning("Slack: refused a request from %s (413): the body is over "
+                                     "%d bytes", request.remote, MAX_BODY)  # fmt: skip
+            return web.json_response({"error": "the body is too large"}, status=413)
+        except (web.RequestPayloadError, HttpProcessingError):
+            # Not decodable as sent (a Content-Encoding it does not have): Slack sends plain
+            # bodies, and without the body there is no signature to check.
+            raw, refusal = b"", "the body could not be read as sent"
+        else:
+            refusal = self.refusal(raw, request.headers)
+        if refusal is not None:
+            self._refusals.warning("Slack: refused a request from %s (401): %s",
+                                   request.remote, refusal)  # fmt: skip
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        content_type = request.headers.get("Content-Type", "")
+        try:
+            text, media_type = read_slack_body(raw, content_type)
+        except PayloadError as bad:
+            self._bad_bodies.warning("Slack: refused a signed request from %s (400): %s",
+                                     request.remote, bad)  # fmt: skip
+            return web.json_response({"error": str(bad)}, status=400)
+        bolt_request = AsyncBoltRequest(
+            body=text, query=request.query_string, headers=_bolt_headers(request, media_type)
+        )
+        return await to_aiohttp_response(await self.app.async_dispatch(bolt_request))
+
+    def refusal(self, body: bytes, headers: CIMultiDictProxy[str]) -> str | None:
+        """Why a request is not Slack's (None when it is): its signature over the raw body,
+        with a timestamp that is a number within MAX_AGE of now."""
+        timestamp = headers.get("X-Slack-Request-Timestamp")
+        signature = headers.get("X-Slack-Signature")
+        if timestamp is None or signature is None:
+            return "no signature"
+        if not _TIMESTAMP.fullmatch(timestamp):
+            return "the timestamp is not a number"
+        if abs(time.time() - int(timestamp)) > MAX_AGE:
+            return "the timestamp is more than 5 minutes off"
+        if not _SIGNATURE.fullmatch(signature):
+            return "the signature is malformed"
+        try:  # slack_sdk signs the text (Slack's bodies are UTF-8): decoded first, or it raises
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return "the body is not UTF-8"
+        if not self._verifier.is_valid(text, timestamp, signature):
+            return "the signature does not match"
+        return None
 
     async def close_clients(self) -> None:
         """After the bridge's last edits: close the HTTP session opened by start()."""
@@ -146,8 +248,40 @@ class SlackAdapter:
         await self.conversations.close()
 
 
+def read_slack_body(raw: bytes, content_type: str) -> tuple[str, str]:
+    """(text, media type) of a signed body that Bolt can read: a form or JSON as Slack sends
+    them, parsed as Bolt parses them (`parse_body`), of the shape Slack sends; PayloadError
+    saying what is wrong otherwise."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type not in (FORM, JSON_TYPE):
+        raise PayloadError(f"the body is not a form or JSON ({one_line(media_type, 60)!r})")
+    if not raw.strip():
+        raise PayloadError("the body is empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PayloadError("the body is not UTF-8") from None
+    try:
+        body = parse_body(text, media_type)
+    except (ValueError, RecursionError):  # json's errors are ValueErrors
+        raise PayloadError("the body (or its payload field) is not JSON") from None
+    check_envelope(body)
+    return text, media_type
+
+
+def _bolt_headers(request: web.Request, media_type: str) -> dict[str, str | Sequence[str]]:
+    """The headers Bolt is given: each name's first value (those verified), the media type as
+    it was checked, and none of Bolt's own `X-Slack-Bolt-*` switches."""
+    headers: dict[str, str | Sequence[str]] = {}
+    for name, value in request.headers.items():
+        if not name.lower().startswith(_BOLT_HEADERS):
+            headers.setdefault(name.lower(), value)
+    headers["content-type"] = media_type
+    return headers
+
+
 async def _logged(work: Coroutine[Any, Any, None]) -> None:
     try:
         await work
-    except Exception:
-        log.exception("handling a Slack request after its ack failed")
+    except Exception as error:
+        report_unexpected(log, error, "handling a Slack request after its ack")

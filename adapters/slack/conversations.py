@@ -2,7 +2,9 @@
 
 Slack may deliver one message several times: as `app_mention` and as `message` (different
 event ids), and again on Events API retries. The store's one-time claim on the message's
-channel and ts makes exactly one delivery run, on whichever worker it lands.
+channel and ts makes exactly one delivery run, on whichever worker it lands. When the store
+cannot take that claim (read-only, down), a message addressed to the bot is answered that
+nothing can be recorded right now, once, instead of being dropped.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import escape
 from bot import AIChannel
-from bot.records import RequestStore
+from bot.records import RequestStore, StoreUnavailableError
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, Router, Settled
-from bot.turns import Turns
+from bot.turns import Post, Turns
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +97,16 @@ class Conversations:
         bot = self.bot_user_id()
         if not is_from_person(event, bot):
             return
-        if not await self.store.claim_once(f"slack:message:{event['channel']}:{event['ts']}"):
-            return  # another delivery of this message ran (or is running) already
+        key = f"slack:message:{event['channel']}:{event['ts']}"
         room = room_of(event)
+        try:
+            claimed = await self.store.claim_once(key)
+        except StoreUnavailableError as err:  # nothing can be recorded: say so, not a traceback
+            if await self._addressed_anyway(event, mentioned, room):
+                await self._turns.cannot_record(key, err, self._poster(room))
+            return
+        if not claimed:
+            return  # another delivery of this message ran (or is running) already
         user, text = event["user"], text_of(event, bot)
         if await self._answer_question(room, user, text):
             return
@@ -111,6 +120,16 @@ class Conversations:
         if event.get("channel_type") == "im":
             return True
         return bool(event.get("thread_ts")) and await self._bot_in_thread(room)
+
+    async def _addressed_anyway(
+        self, event: dict[str, Any], mentioned: bool, room: SlackRoom
+    ) -> bool:
+        """`_addressed`, for a store that may not answer reads either (a reply in a thread
+        without a mention is then taken as not for the bot)."""
+        try:
+            return await self._addressed(event, mentioned, room)
+        except StoreUnavailableError:
+            return False
 
     async def _answer_question(self, room: SlackRoom, user: str, text: str) -> bool:
         """A thread reply answers the oldest open request there that takes replies (a
@@ -136,10 +155,13 @@ class Conversations:
         return bool(await self.store.load_transcript(room.room_id, self.channel.channel_id))
 
     def _start_turn(self, room: SlackRoom, user: str, text: str) -> None:
+        self._turns.start(room.room_id, user, text, self._poster(room))
+
+    def _poster(self, room: SlackRoom) -> Post:
         async def post(reply: str) -> None:
             await self.surface.post_text(room, reply)
 
-        self._turns.start(room.room_id, user, text, post)
+        return post
 
     async def close(self) -> None:
         await self._turns.close()

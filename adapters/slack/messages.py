@@ -67,6 +67,7 @@ _ICONS = {
     RenderState.REJECTED: ":no_entry_sign:",
     RenderState.EXPIRED: ":hourglass:",
     RenderState.CANCELLED: ":heavy_minus_sign:",
+    RenderState.UNDELIVERABLE: ":warning:",
 }
 _SEVERITY = {"warning": ":warning: ", "danger": ":rotating_light: "}
 # Of a message's 50 blocks: header, status line, controls (hint, actions, note) and these.

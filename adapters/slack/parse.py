@@ -4,6 +4,10 @@ Pure functions, the inverse of adapters/slack/scheme.py: a click becomes an `Int
 request, who, the verb, and for an option its value), a modal submission one whose inputs are
 each field's value in the form bot/requests/forms.py reads. What the interaction means (may
 they, which answer, is it valid) is the router's to decide, never this module's.
+
+`check_envelope` comes first, on every request Slack signed: the fields Bolt and our listeners
+read must have the types Slack sends (Bolt indexes and compares them as they come: a signed
+`"actions": []` was an IndexError, a 500), so an odd payload is a 400, not a crash.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.http_limits import too_deep
 from adapters.slack.scheme import (
     ACTION_PREFIX,
     ACTIONS_BLOCK_PREFIX,
@@ -52,6 +57,11 @@ class Submission:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    """A string field: None when absent, empty or not a string."""
+    return value if isinstance(value, str) and value else None
 
 
 def _user(body: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -105,15 +115,16 @@ def parse_block_action(body: Mapping[str, Any]) -> Click:
         raise PayloadError("click without a request id")
     user_id, name = _user(body)
     container, message = _dict(body.get("container")), _dict(body.get("message"))
+    channel = _text(_dict(body.get("channel")).get("id")) or _text(container.get("channel_id"))
     return Click(
         interaction=Interaction(
             request_id, user_id, verb, inputs, submitted=submitted, surface=SURFACE, name=name
         ),
-        trigger_id=str(body.get("trigger_id") or ""),
-        channel_id=_dict(body.get("channel")).get("id") or container.get("channel_id"),
-        message_ts=container.get("message_ts") or message.get("ts"),
+        trigger_id=_text(body.get("trigger_id")) or "",
+        channel_id=channel,
+        message_ts=_text(container.get("message_ts")) or _text(message.get("ts")),
         # A message posted in a thread carries its parent's ts; the thread is the room.
-        thread_ts=message.get("thread_ts") or container.get("thread_ts"),
+        thread_ts=_text(message.get("thread_ts")) or _text(container.get("thread_ts")),
     )
 
 
@@ -205,5 +216,147 @@ def parse_view_submission(body: Mapping[str, Any]) -> Submission:
             request_id, user_id, verb, _inputs(values), submitted=True, surface=SURFACE, name=name
         ),
         fields=fields or tuple(values),
-        view_id=view.get("id"),
+        view_id=_text(view.get("id")),
     )
+
+
+# -- the envelope of every request -------------------------------------------------------------
+
+MAX_DEPTH = 64  # a modal's blocks and state nest ~12 deep; past this, nothing of Slack's
+MESSAGE_TEXT_MAX = 40_000  # characters: Slack cuts a message's text there
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    types: tuple[type, ...]
+    what: str
+
+
+_STRING = _Kind((str, type(None)), "a string")
+_OBJECT = _Kind((dict, type(None)), "an object")
+_LIST = _Kind((list, type(None)), "a list")
+_ID_OR_OBJECT = _Kind((str, dict, type(None)), "an id or an object")  # "U1" or {"id": "U1"}
+_FLAG = _Kind((bool, str, type(None)), "a boolean")
+
+
+def _kinds(**groups: tuple[_Kind, tuple[str, ...]]) -> dict[str, _Kind]:
+    return {name: kind for kind, names in groups.values() for name in names}
+
+
+# What Bolt reads of a request (slack_bolt.request.internals, payload_utils, listener
+# matchers) and our listeners after it, with the types Slack sends.
+_TOP = _kinds(
+    strings=(_STRING, ("type", "token", "team_id", "enterprise_id", "user_id", "channel_id",
+                       "context_team_id", "context_enterprise_id", "api_app_id", "trigger_id",
+                       "response_url", "callback_id", "command", "text", "thread_ts",
+                       "function_execution_id", "bot_access_token", "action_id", "event_id")),
+    objects=(_OBJECT, ("container", "message", "previous_message", "item", "assistant_thread",
+                       "function_data", "state", "workflow_step")),
+    entities=(_ID_OR_OBJECT, ("team", "user", "enterprise", "channel")),
+    flags=(_FLAG, ("is_enterprise_install", "is_ext_shared_channel")),
+    lists=(_LIST, ("authorizations", "response_urls")),
+)  # fmt: skip
+_ENTITY = _kinds(strings=(_STRING, ("id", "team_id", "enterprise_id", "name", "username")))
+_EVENT = _kinds(
+    strings=(_STRING, ("type", "subtype", "channel_type", "text", "ts", "thread_ts", "event_ts",
+                       "bot_id", "user_team", "tab", "bot_access_token", "function_execution_id",
+                       "client_msg_id")),
+    objects=(_OBJECT, ("message", "previous_message", "item", "assistant_thread",
+                       "workflow_step")),
+    entities=(_ID_OR_OBJECT, ("user", "channel", "team")),
+    lists=(_LIST, ("files", "blocks", "attachments")),
+)  # fmt: skip
+_MESSAGE = _kinds(strings=(_STRING, ("ts", "thread_ts", "text", "user")))
+_CONTAINER = _kinds(strings=(_STRING, ("type", "channel_id", "message_ts", "thread_ts")))
+_ACTION = _kinds(
+    strings=(_STRING, ("action_id", "block_id", "type", "value", "action_ts")),
+    objects=(_OBJECT, ("selected_option", "text")),
+)
+_OPTION_VALUE = _kinds(strings=(_STRING, ("value",)))
+_VIEW = _kinds(
+    strings=(_STRING, ("id", "type", "callback_id", "private_metadata", "hash", "team_id",
+                       "app_id", "app_installed_team_id", "root_view_id", "previous_view_id",
+                       "bot_id", "external_id")),
+    objects=(_OBJECT, ("state",)),
+    lists=(_LIST, ("blocks",)),
+)  # fmt: skip
+_STATE = _kinds(objects=(_OBJECT, ("values",)))
+_RESPONSE_URL = _kinds(strings=(_STRING, ("response_url",)))
+_PERSON_EVENTS = ("message", "app_mention")  # what Conversations reads, field by field
+
+
+def _check(fields: Mapping[str, Any], kinds: Mapping[str, _Kind], where: str) -> None:
+    for name, kind in kinds.items():
+        if name in fields and not isinstance(fields[name], kind.types):
+            raise PayloadError(f"{where}{name} is not {kind.what}")
+        if kind is _ID_OR_OBJECT and isinstance(fields.get(name), dict):
+            _check(fields[name], _ENTITY, f"{where}{name}.")
+
+
+def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+    """The items of an optional list of objects."""
+    items = value if isinstance(value, list) else []
+    if not all(isinstance(item, dict) for item in items):
+        raise PayloadError(f"{where} holds something other than objects")
+    return items
+
+
+def _check_event(event: Any) -> None:
+    if not isinstance(event, dict):
+        raise PayloadError("event is not an object")
+    _check(event, _EVENT, "event.")
+    for key in ("message", "previous_message"):
+        if isinstance(event.get(key), dict):
+            _check(event[key], _EVENT, f"event.{key}.")
+    if event.get("type") in _PERSON_EVENTS:
+        if not isinstance(event.get("channel"), str) or not isinstance(event.get("ts"), str):
+            raise PayloadError(f"a {event['type']} event without its channel and ts")
+        if not isinstance(event.get("user"), str | None):
+            raise PayloadError("event.user is not a string")
+        if not isinstance(event.get("text", ""), str):
+            raise PayloadError("event.text is not a string")
+        if len(event.get("text", "")) > MESSAGE_TEXT_MAX:
+            raise PayloadError(f"event.text is over {MESSAGE_TEXT_MAX} characters")
+
+
+def _check_actions(actions: Any) -> None:
+    if not isinstance(actions, list) or not actions:
+        raise PayloadError("actions is not a list of actions")
+    for i, action in enumerate(_objects(actions, "actions")):
+        if not isinstance(action.get("action_id"), str):
+            raise PayloadError(f"actions[{i}] without an action_id")
+        _check(action, _ACTION, f"actions[{i}].")
+        if isinstance(action.get("selected_option"), dict):
+            _check(action["selected_option"], _OPTION_VALUE, f"actions[{i}].selected_option.")
+
+
+def _check_view(view: Any) -> None:
+    if not isinstance(view, dict):
+        raise PayloadError("view is not an object")
+    _check(view, _VIEW, "view.")
+    if isinstance(view.get("state"), dict):
+        _check(view["state"], _STATE, "view.state.")
+
+
+def check_envelope(body: Any) -> dict[str, Any]:
+    """`body` (a request as Bolt parsed it) if Bolt and our listeners can read it: the fields
+    they read have the types Slack sends; PayloadError saying what is wrong otherwise."""
+    if not isinstance(body, dict):
+        raise PayloadError("the payload is not a JSON object")
+    if too_deep(body, MAX_DEPTH):
+        raise PayloadError(f"the payload nests deeper than {MAX_DEPTH} levels")
+    _check(body, _TOP, "")
+    for i, authorization in enumerate(_objects(body.get("authorizations"), "authorizations")):
+        _check(authorization, _TOP, f"authorizations[{i}].")
+    for i, url in enumerate(_objects(body.get("response_urls"), "response_urls")):
+        _check(url, _RESPONSE_URL, f"response_urls[{i}].")
+    for key, kinds in (("container", _CONTAINER), ("message", _MESSAGE)):
+        if isinstance(body.get(key), dict):
+            _check(body[key], kinds, f"{key}.")
+    if "event" in body:
+        _check_event(body["event"])
+    if "actions" in body:
+        _check_actions(body["actions"])
+    if "view" in body:
+        _check_view(body["view"])
+    return body

@@ -2,7 +2,9 @@
 
 Updates of one request are shown in order (bot/requests/ordering.py); a failed Web API call is
 retried (slack_sdk's handlers for 429, 5xx and dropped connections, then our own backoff for
-transient errors) and, if it still fails, logged as an error: never dropped silently.
+transient errors) and, if it still fails, logged as an error: never dropped silently. A new
+request that cannot be posted at all is undeliverable: `observe` raises UndeliverableError and
+the core settles it so (the model is told the person could not be reached).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from adapters.slack.messages import SlackMessage, render_message
 from adapters.slack.rooms import PREFIX, SlackRoom, parse_room
 from adapters.slack.scheme import SURFACE
 from adapters.slack.text import MESSAGE_TEXT, escape, truncate
-from bot import HumanTool, RenderState, RequestUpdate
+from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.records import RequestStore
 from bot.requests.ordering import InOrder
 from bot.stored_requests import posted_record
@@ -36,24 +38,50 @@ FATAL_ERRORS = frozenset({
 })  # fmt: skip
 
 
+class SlackCallError(Exception):
+    """A Web API call that failed for good (after the retries); `str(err)` says why."""
+
+
+def slack_error(err: SlackApiError) -> str:
+    """The `error` code of a failed call, or its HTTP status when the body was not Slack's
+    JSON (a proxy's HTML page, a truncated body): never raises on an odd response."""
+    response: Any = err.response
+    data = getattr(response, "data", None)
+    if isinstance(data, dict) and data.get("error"):
+        return str(data["error"])
+    status = getattr(response, "status_code", None) or getattr(response, "status", None)
+    return f"HTTP {status}" if status else "an unreadable response"
+
+
 async def call_slack(
     call: Callable[[], Awaitable[Any]], what: str, attempts: int = ATTEMPTS
 ) -> Any | None:
     """Run a Web API call with backoff on transient errors; None (logged) if it never succeeded."""
+    try:
+        return await call_slack_or_fail(call, what, attempts)
+    except SlackCallError:
+        return None
+
+
+async def call_slack_or_fail(
+    call: Callable[[], Awaitable[Any]], what: str, attempts: int = ATTEMPTS
+) -> Any:
+    """Run a Web API call with backoff on transient errors; SlackCallError (logged) saying why
+    if it never succeeded."""
     for attempt in range(attempts):
         try:
             return await call()
         except SlackApiError as err:
-            error = str(err.response.get("error", ""))
+            error = slack_error(err)
             if error in FATAL_ERRORS or attempt == attempts - 1:
-                log.error("Slack %s failed: %s", what, error or err)
-                return None
+                log.error("Slack %s failed: %s", what, error)
+                raise SlackCallError(f"Slack {what} failed: {error}") from None
         except (TimeoutError, OSError) as err:
             if attempt == attempts - 1:
                 log.error("Slack %s failed: %s", what, err)
-                return None
+                raise SlackCallError(f"Slack {what} failed: {err or type(err).__name__}") from None
         await asyncio.sleep(0.2 * 2**attempt)
-    return None
+    raise SlackCallError(f"Slack {what} failed")  # attempts < 1
 
 
 class SlackSurface:
@@ -95,7 +123,8 @@ class SlackSurface:
             return
         ref = self._posted.pop(update.pending_id, None) or await self._stored_ref(update)
         if ref is None:
-            log.error("no Slack message to edit for request %s", update.pending_id)
+            if update.state is not RenderState.UNDELIVERABLE:  # that one never had a message
+                log.error("no Slack message to edit for request %s", update.pending_id)
             return
         await self._edit(ref["channel"], ref["ts"], message)
 
@@ -103,11 +132,15 @@ class SlackSurface:
         self, update: RequestUpdate, room: SlackRoom, message: SlackMessage
     ) -> None:
         """Turn the "Preparing…" message into the request, or post it; remember where."""
-        ts = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
+        preparing = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
+        ts = preparing
         if ts is None or not await self._edit(room.channel, ts, message):
-            ts = await self._post(room, message)
-        if ts is None:
-            return
+            try:
+                ts = await self._post_or_fail(room, message)
+            except SlackCallError as err:
+                if preparing is not None:  # where its ending is shown, if an edit gets through
+                    self._posted[update.pending_id] = {"channel": room.channel, "ts": preparing}
+                raise UndeliverableError(str(err)) from None
         ref = {"channel": room.channel, "ts": ts}
         self._posted[update.pending_id] = ref
         await self.store.set_message_ref(update.pending_id, SURFACE, ref)
@@ -118,7 +151,13 @@ class SlackSurface:
         return {"channel": str(ref["channel"]), "ts": str(ref["ts"])} if ref else None
 
     async def _post(self, room: SlackRoom, message: SlackMessage) -> str | None:
-        response = await call_slack(
+        try:
+            return await self._post_or_fail(room, message)
+        except SlackCallError:
+            return None
+
+    async def _post_or_fail(self, room: SlackRoom, message: SlackMessage) -> str:
+        response = await call_slack_or_fail(
             lambda: self.client.chat_postMessage(
                 channel=room.channel,
                 thread_ts=room.thread_ts or None,
@@ -127,7 +166,7 @@ class SlackSurface:
             ),
             "chat.postMessage",
         )
-        return str(response["ts"]) if response is not None else None
+        return str(response["ts"])
 
     async def _edit(self, channel: str, ts: str, message: SlackMessage) -> bool:
         response = await call_slack(

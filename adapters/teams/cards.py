@@ -61,6 +61,7 @@ _ICONS = {
     RenderState.REJECTED: "🚫 ",
     RenderState.EXPIRED: "⌛ ",
     RenderState.CANCELLED: "\u2796 ",  # heavy minus sign: withdrawn
+    RenderState.UNDELIVERABLE: "\u26a0\ufe0f ",  # warning sign: never shown
 }
 _SEVERITY_STYLE = {"warning": "warning", "danger": "attention"}  # Container styles
 _ACTION_STYLE = {Style.PRIMARY: "positive", Style.DANGER: "destructive"}

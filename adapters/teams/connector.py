@@ -2,7 +2,8 @@
 `ApiClient`, retried when Teams is busy or briefly away.
 
 A failed call is retried (429 honouring Retry-After, 5xx and dropped connections, with backoff)
-and, if it still fails, logged as an error: never dropped silently.
+and, if it still fails, logged as an error: never dropped silently. `*_or_fail` calls raise
+ConnectorError saying why instead (a request that cannot be posted is undeliverable).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ ATTEMPTS = 4
 MAX_RETRY_AFTER = 10.0  # seconds: wait no longer than this for a 429's Retry-After
 
 
+class ConnectorError(Exception):
+    """A Bot Connector call that failed for good (after the retries); `str(err)` says why."""
+
+
 async def call_connector(
     call: Callable[[], Awaitable[T]], what: str, *, idempotent: bool, attempts: int = ATTEMPTS
 ) -> T | None:
@@ -38,6 +43,16 @@ async def call_connector(
     A call that is not idempotent (a POST) is sent again only when it surely never arrived
     (the connection was not made): a timed-out post may have landed, and a second would show
     the message twice."""
+    try:
+        return await call_connector_or_fail(call, what, idempotent=idempotent, attempts=attempts)
+    except ConnectorError:
+        return None
+
+
+async def call_connector_or_fail(
+    call: Callable[[], Awaitable[T]], what: str, *, idempotent: bool, attempts: int = ATTEMPTS
+) -> T:
+    """`call_connector`, raising ConnectorError (logged) saying why when it never succeeded."""
     for attempt in range(attempts):
         delay = 0.2 * 2**attempt
         try:
@@ -46,7 +61,7 @@ async def call_connector(
             status = err.response.status_code
             if (status != 429 and status < 500) or attempt == attempts - 1:
                 log.error("Bot Connector %s failed: HTTP %d %s", what, status, err.response.text)
-                return None
+                raise ConnectorError(f"Bot Connector {what} failed: HTTP {status}") from None
             retry_after = _retry_after(err.response) if status == 429 else None
             if retry_after is not None:
                 delay = retry_after
@@ -54,12 +69,12 @@ async def call_connector(
             unsent = isinstance(err, httpx.ConnectError | httpx.ConnectTimeout)
             if attempt == attempts - 1 or not (idempotent or unsent):
                 log.error("Bot Connector %s failed: %r", what, err)
-                return None
-        except Exception:  # a token that could not be had, a response we cannot read
+                raise ConnectorError(f"Bot Connector {what} failed: {type(err).__name__}") from None
+        except Exception as err:  # a token that could not be had, a response we cannot read
             log.exception("Bot Connector %s failed", what)
-            return None
+            raise ConnectorError(f"Bot Connector {what} failed: {type(err).__name__}") from None
         await asyncio.sleep(delay)
-    return None
+    raise ConnectorError(f"Bot Connector {what} failed")  # attempts < 1
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -95,13 +110,22 @@ class Connector:
         self, service_url: str, conversation_id: str, activity: MessageActivityInput
     ) -> str | None:
         """POST /v3/conversations/{id}/activities; the new activity's id, or None."""
+        try:
+            return await self.send_or_fail(service_url, conversation_id, activity)
+        except ConnectorError:
+            return None
+
+    async def send_or_fail(
+        self, service_url: str, conversation_id: str, activity: MessageActivityInput
+    ) -> str:
+        """`send`, raising ConnectorError saying why when it failed for good."""
         conversations = self.client(service_url).conversations
-        sent = await call_connector(
+        sent = await call_connector_or_fail(
             lambda: conversations.create_activity(conversation_id, activity),
             "send activity",
             idempotent=False,
         )
-        return sent.id if sent is not None else None
+        return sent.id
 
     async def update(
         self,

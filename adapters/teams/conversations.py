@@ -18,8 +18,8 @@ from pydantic import ValidationError
 
 from adapters.teams.surface import THREAD_MARK, People, TeamsRoom, TeamsSurface
 from bot import AIChannel
-from bot.records import RequestStore
-from bot.turns import Turns
+from bot.records import RequestStore, StoreUnavailableError
+from bot.turns import Post, Turns
 
 log = logging.getLogger(__name__)
 
@@ -84,19 +84,27 @@ class Conversations:
         if not is_from_person(message) or not is_addressed(message):
             return
         key = f"teams:message:{message.conversation.id}:{message.id}"
-        if not await self.store.claim_once(key):
-            return  # another delivery of this activity ran (or is running) already
         room = room_of(message)
+        self.surface.remember(message.conversation.id, message.service_url)
+        try:
+            claimed = await self.store.claim_once(key)
+        except StoreUnavailableError as err:  # nothing can be recorded: say so, not a traceback
+            await self._turns.cannot_record(key, err, self._poster(room))
+            return
+        if not claimed:
+            return  # another delivery of this activity ran (or is running) already
         user = user_of(message)
         self.people.learn(user, message.from_.id, message.from_.name)
-        self.surface.remember(message.conversation.id, message.service_url)
         self._start_turn(room, user, text_of(message))
 
     def _start_turn(self, room: TeamsRoom, user: str, text: str) -> None:
+        self._turns.start(room.room_id, user, text, self._poster(room))
+
+    def _poster(self, room: TeamsRoom) -> Post:
         async def post(reply: str) -> None:
             await self.surface.post_text(room, reply)
 
-        self._turns.start(room.room_id, user, text, post)
+        return post
 
     async def close(self) -> None:
         await self._turns.close()

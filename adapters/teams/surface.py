@@ -6,7 +6,9 @@ with an automatic `adaptiveCard/action` refresh (see invokes.py). Every transiti
 activity in place (PUT), so a settled request never keeps live controls.
 
 Updates of one request are shown in order (a lock per tool call); a failed Bot Connector call is
-retried, and logged as an error if it never succeeds (connector.py).
+retried, and logged as an error if it never succeeds (connector.py). A new request whose card
+cannot be posted at all is undeliverable: `observe` raises UndeliverableError, and the core
+settles it so (the model is told the person could not be reached).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.teams.cards import SURFACE, Drawing, render_card
-from adapters.teams.connector import Connector, card_activity, text_activity
+from adapters.teams.connector import Connector, ConnectorError, card_activity, text_activity
 from adapters.teams.inputs import Filled
 from adapters.teams.text import MAX_REFRESH_USERS, TeamsFormatter
-from bot import HumanTool, RenderState, RequestUpdate
+from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.records import RequestRecord, RequestStore
 from bot.requests.kinds import Verb
 from bot.requests.wording import Phrase
@@ -32,7 +34,7 @@ log = logging.getLogger(__name__)
 PREFIX = "teams:"
 THREAD_MARK = ";messageid="
 ENDINGS = frozenset({RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED,
-                     RenderState.CANCELLED})  # fmt: skip
+                     RenderState.CANCELLED, RenderState.UNDELIVERABLE})  # fmt: skip
 
 
 # -- rooms --------------------------------------------------------------------------------------
@@ -260,7 +262,8 @@ class TeamsSurface:
             return
         ref = self._posted.pop(update.pending_id, None) or await self._stored_ref(update)
         if ref is None:
-            log.error("no Teams card to update for request %s", update.pending_id)
+            if update.state is not RenderState.UNDELIVERABLE:  # that one never had a card
+                log.error("no Teams card to update for request %s", update.pending_id)
             return
         await self._update(ref, self.render(update, live=False, ref=ref))
 
@@ -274,9 +277,12 @@ class TeamsSurface:
         if preparing is not None and await self._update(preparing, card):
             posted = preparing
         else:
-            posted = await self._post(room, card)
-        if posted is None:
-            return
+            try:
+                posted = await self._post_or_fail(room, card)
+            except ConnectorError as err:
+                if preparing is not None:  # where its ending is shown, if an update gets through
+                    self._posted[update.pending_id] = preparing
+                raise UndeliverableError(str(err)) from None
         ref = CardRef(
             posted.service_url,
             posted.conversation_id,
@@ -295,15 +301,19 @@ class TeamsSurface:
         return ref
 
     async def _post(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef | None:
+        try:
+            return await self._post_or_fail(room, card)
+        except ConnectorError:
+            return None
+
+    async def _post_or_fail(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef:
         service_url = self.service_url(room)
         if service_url is None:
             log.error("no serviceUrl known for Teams conversation %s", room.conversation_id)
-            return None
-        activity_id = await self.connector.send(
+            raise ConnectorError("no serviceUrl is known for the Teams conversation")
+        activity_id = await self.connector.send_or_fail(
             service_url, room.conversation_id, card_activity(card)
         )
-        if activity_id is None:
-            return None
         return CardRef(service_url, room.conversation_id, activity_id)
 
     async def _update(self, ref: CardRef, card: Mapping[str, Any]) -> bool:

@@ -179,7 +179,7 @@ class SigningKeys:
 
     def _keep_fresh(self) -> None:
         """Once keys are in use, refresh them in the background every `refresh_every`."""
-        if self._background is None:
+        if self._background is None or self._background.done():
             self._background = asyncio.create_task(self._refresh_periodically())
 
     async def _refresh_periodically(self) -> None:

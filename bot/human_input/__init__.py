@@ -22,6 +22,7 @@ from bot.human_input.snapshots import (
     RequestUpdate,
     snapshot,
     timeout_message,
+    undeliverable_message,
 )
 from bot.records import PendingInput, RequestStatus
 
@@ -43,4 +44,5 @@ __all__ = [
     "RequestUpdate",
     "snapshot",
     "timeout_message",
+    "undeliverable_message",
 ]

@@ -8,6 +8,7 @@ on its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextvars import Context, ContextVar
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.failures import RepeatedFailures
 from bot.human_input.snapshots import AnswerValidator, Notifier, Observer, RequestUpdate
 from bot.records import PendingInput, RequestStatus, RequestStore, Settlement
 from bot.runs import worker_name
@@ -84,6 +86,8 @@ class HandlerState:
         self._alive_until = 0.0
         self._beater: asyncio.Task[None] | None = None
         self._listeners: dict[str, list[asyncio.Future[None]]] = {}
+        # The heartbeat fails every beat while the database cannot be written: one line.
+        self._failures = RepeatedFailures(logging.getLogger("bot.human_input"))
 
     def _settlement(
         self,

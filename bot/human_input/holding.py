@@ -48,6 +48,7 @@ from bot.records import (
     RequestStatus,
     Settlement,
     StoreClosedError,
+    StoreUnavailableError,
     copy_settled,
 )
 
@@ -161,6 +162,15 @@ class Holding(HandlerState):
     async def decline(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
         """Reject and return once the outcome is recorded; works for requests not in memory."""
         return await self._settle_awaited(pending_id, RequestStatus.REJECTED, None, reason, by)
+
+    async def undeliverable(self, pending_id: str, reason: str) -> bool:
+        """The request could not be shown to anyone (a surface's post failed for good): settle
+        it as undeliverable at once, rather than at its deadline; its waiter raises
+        UndeliverableError(reason) and the audit log keeps the reason. Returns once recorded,
+        True if this settled it (the same compare-and-set as every settle)."""
+        return await self._settle_awaited(
+            pending_id, RequestStatus.UNDELIVERABLE, None, reason, None
+        )
 
     async def _settle_awaited(
         self,
@@ -306,6 +316,9 @@ class Holding(HandlerState):
             return True
         try:
             await self._beat()
+        except StoreUnavailableError as err:
+            self._failures.failed("the heartbeat", err)
+            return False
         except Exception:
             log.warning("heartbeat of %s failed", self.worker_id, exc_info=True)
             return False
@@ -335,8 +348,11 @@ class Holding(HandlerState):
                     return
                 try:
                     await self._beat()
+                    self._failures.recovered("the heartbeat")
                 except StoreClosedError:
                     return
+                except StoreUnavailableError as err:
+                    self._failures.failed("the heartbeat", err)
                 except Exception:
                     log.warning("heartbeat of %s failed", self.worker_id, exc_info=True)
         finally:

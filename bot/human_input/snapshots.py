@@ -14,12 +14,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bot.errors import HumanInputRejectedError
+from bot.errors import HumanInputRejectedError, UndeliverableError
 from bot.records import PendingInput, RequestStatus
 
 
 class RenderState(StrEnum):
-    """What a surface shows for a request: the seed's three states plus our three endings."""
+    """What a surface shows for a request: the seed's three states plus our four endings."""
 
     IN_PROGRESS = "inProgress"
     EXECUTING = "executing"
@@ -27,6 +27,7 @@ class RenderState(StrEnum):
     REJECTED = "rejected"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    UNDELIVERABLE = "undeliverable"
 
 
 STATE_OF_STATUS = {
@@ -35,11 +36,21 @@ STATE_OF_STATUS = {
     RequestStatus.REJECTED: RenderState.REJECTED,
     RequestStatus.TIMED_OUT: RenderState.EXPIRED,
     RequestStatus.CANCELLED: RenderState.CANCELLED,
+    RequestStatus.UNDELIVERABLE: RenderState.UNDELIVERABLE,
 }
 
 
 def timeout_message(seconds: float, tool_name: str) -> str:
     return f"Human input timed out after {seconds:g}s for tool '{tool_name}'"
+
+
+def undeliverable_message(reason: str) -> str:
+    """What the model reads when a request could not be shown: not the person's silence."""
+    why = reason.strip().rstrip(".") or "the request could not be delivered"
+    return (
+        f"The person could not be reached: {why}. They never saw the request, so this is "
+        "not their answer; do not treat it as a refusal or as approval."
+    )
 
 
 if TYPE_CHECKING:
@@ -121,4 +132,6 @@ def outcome(request: PendingInput) -> str:
         raise HumanInputRejectedError(reason)
     if status is RequestStatus.TIMED_OUT:
         raise TimeoutError(reason)
+    if status is RequestStatus.UNDELIVERABLE:
+        raise UndeliverableError(reason)
     raise RuntimeError(reason or "Human input request withdrawn")

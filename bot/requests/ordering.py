@@ -13,9 +13,10 @@ from collections.abc import Awaitable, Callable
 
 from bot.human_input import RenderState, RequestUpdate
 
-ENDINGS = frozenset(
-    {RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED, RenderState.CANCELLED}
-)
+ENDINGS = frozenset({
+    RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED, RenderState.CANCELLED,
+    RenderState.UNDELIVERABLE,
+})  # fmt: skip
 
 
 class InOrder:

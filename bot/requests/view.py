@@ -65,6 +65,7 @@ def build_view(
             expires_at=update.expires_at,
             settled_by=update.settled_by,
             settled_at=update.settled_at,
+            reason=update.reason,
         ),
         outcome=_outcome(kind, update),
         controls=controls,

@@ -85,6 +85,7 @@ def status_line(
     expires_at: datetime | None,
     settled_by: str | None,
     settled_at: datetime | None,
+    reason: str | None = None,
 ) -> Phrase:
     if state is RenderState.IN_PROGRESS:
         return Phrase("Preparing request…")
@@ -104,7 +105,17 @@ def status_line(
         at = {"at": expires_at} if expires_at else {}
         return Phrase(("Expired {at}" if at else "Expired") + ": no answer was given in time.",
                       moments=at)  # fmt: skip
+    if state is RenderState.UNDELIVERABLE:
+        return undelivered(reason)
     return Phrase("Withdrawn: no answer is needed any more.")
+
+
+def undelivered(reason: str | None) -> Phrase:
+    """The line of a request no one could be shown (the platform refused it)."""
+    why = (reason or "").strip().rstrip(".")
+    # The reason is the surface's, not a template: braces in it stay as they are (Phrase
+    # renders a placeholder it has no value for as its literal text).
+    return Phrase(f"Could not be delivered: {why}." if why else "Could not be delivered.")
 
 
 # -- notices: private replies to someone whose answer was not taken -------------------------
@@ -125,6 +136,8 @@ def already_settled(record: RequestRecord) -> Phrase:
         if record.expires_at is None:
             return Phrase("This request expired.")
         return Phrase("This request expired {at}.", moments={"at": record.expires_at})
+    if status is RequestStatus.UNDELIVERABLE:
+        return Phrase("This request could not be delivered, so it is closed.")
     if status is RequestStatus.PENDING:  # another answer is being recorded right now
         return Phrase("This request is being answered by someone else right now.")
     return Phrase("This request was withdrawn.")

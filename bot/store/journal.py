@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Executable, Row, bindparam, delete, insert, select
+from sqlalchemy import Connection, Executable, Row, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.records import AuditEntry
-from bot.store.tables import audit, claims, transcripts
+from bot.store.tables import audit, claims, health, transcripts
 
 # A claim only has to outlive redeliveries of its event (Slack retries within minutes); older
 # claims are deleted every CLAIM_PRUNE_EVERY claims so the table stays small.
@@ -22,6 +22,14 @@ LOAD_TRANSCRIPT = select(transcripts.c.messages).where(
     transcripts.c.channel_id == bindparam("channel_id"),
 )
 PRUNE_CLAIMS = delete(claims).where(claims.c.claimed_at < bindparam("before"))
+# The readiness probe's one row (migration 0005 inserts it).
+HEALTH_ROW = 1
+TOUCH_HEALTH = (
+    update(health)
+    .where(health.c.id == HEALTH_ROW)
+    .values(checked_at=bindparam("at"), checked_by=bindparam("by"))
+)
+INSERT_HEALTH = insert(health)
 
 
 def upserts(dialect: str) -> tuple[Executable, Executable]:
@@ -50,6 +58,12 @@ def claim(conn: Connection, statement: Executable, key: str, now: datetime, prun
     if prune:
         conn.execute(PRUNE_CLAIMS, {"before": now - CLAIM_RETENTION})
     return True
+
+
+def touch_health(conn: Connection, at: datetime, by: str | None) -> None:
+    """Rewrite the health row (put it back if someone deleted it): a write, cheap and bounded."""
+    if conn.execute(TOUCH_HEALTH, {"at": at, "by": by}).rowcount != 1:
+        conn.execute(INSERT_HEALTH, {"id": HEALTH_ROW, "checked_at": at, "checked_by": by})
 
 
 def audit_values(entry: AuditEntry) -> dict[str, Any]:

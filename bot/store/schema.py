@@ -197,4 +197,14 @@ class ProposalRow(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class HealthRow(Base):
+    """One row a readiness check rewrites: proof that the database takes writes right now."""
+
+    __tablename__ = "health"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    checked_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    checked_by: Mapped[str | None] = mapped_column(String)
+
+
 metadata = Base.metadata

@@ -24,6 +24,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import (
@@ -34,6 +35,7 @@ from bot.records import (
     RunRecord,
     Settlement,
     StoreClosedError,
+    StoreUnavailableError,
 )
 from bot.store import holds, journal, request_rows, run_rows
 from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
@@ -196,6 +198,12 @@ class SqlStore:
         row = await self._read(first, journal.LOAD_TRANSCRIPT, key)
         return [] if row is None else cast(list[dict[str, Any]], row.messages)
 
+    async def probe_write(self, by: str | None = None) -> None:
+        """Rewrite the one `health` row in a writing transaction: returns if the database takes
+        writes right now, raises (StoreUnavailableError, typically) if not. Cheap enough for a
+        readiness check every second."""
+        await self._write(journal.touch_health, datetime.now(UTC), by)
+
     async def claim_once(self, key: str) -> bool:
         """True for the first caller of `key` across every worker sharing this database."""
         self._claims += 1
@@ -332,7 +340,12 @@ class SqlStore:
         task = asyncio.ensure_future(work)
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except (DBAPIError, OSError) as err:
+            if not unavailable(err):
+                raise
+            raise StoreUnavailableError(_first_line(err)) from err
 
 
 def _in_transaction(
@@ -344,6 +357,32 @@ def _in_transaction(
 ) -> T:
     with conn.begin():
         return body(conn, *args, **kwargs)
+
+
+# SQLSTATE classes and codes of a database that is there but cannot take the call right now:
+# connection exceptions, read-only transactions, insufficient resources (disk full, too many
+# connections), operator intervention (shutting down), system errors.
+_UNAVAILABLE_STATES = ("08", "25006", "53", "57", "58")
+
+
+def unavailable(err: BaseException) -> bool:
+    """Whether `err` says the database cannot be reached or written right now (rather than
+    that the call itself was wrong, like a constraint it broke)."""
+    if isinstance(err, OSError | OperationalError | InterfaceError):
+        return True
+    if isinstance(err, DBAPIError):
+        if err.connection_invalidated:
+            return True
+        state = getattr(err.orig, "sqlstate", None) or getattr(err.orig, "pgcode", None)
+        return isinstance(state, str) and state.startswith(_UNAVAILABLE_STATES)
+    return False
+
+
+def _first_line(err: BaseException) -> str:
+    """The driver's message without SQLAlchemy's SQL and parameters."""
+    cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
 
 
 async def _nothing_to_stop() -> None:

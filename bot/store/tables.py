@@ -13,6 +13,7 @@ from bot.records import RequestStatus
 from bot.store.schema import (
     AuditRow,
     ClaimRow,
+    HealthRow,
     HolderRow,
     ProposalRow,
     RequestRow,
@@ -31,6 +32,7 @@ claims = cast(Table, ClaimRow.__table__)
 runs = cast(Table, RunRow.__table__)
 holders = cast(Table, HolderRow.__table__)
 proposals = cast(Table, ProposalRow.__table__)
+health = cast(Table, HealthRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

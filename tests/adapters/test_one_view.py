@@ -17,7 +17,7 @@ from adapters.slack.messages import render_message
 from adapters.teams.cards import Drawing, render_card
 from bot import BUILTIN_TOOLS, RenderState, RequestUpdate
 from bot.requests.view import RequestView, build_view
-from bot.requests.wording import PlainFormatter, Phrase
+from bot.requests.wording import Phrase, PlainFormatter
 
 ACTOR, DECIDER = "U0ACTOR01", "U0DECIDE1"
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -42,7 +42,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
             ]
         },
         '{"city": "Lyon", "age": 41}',
-    ),  # fmt: skip
+    ),
     "uploadFile": (
         {"purpose": "The signed contract", "acceptedTypes": ["pdf"]},
         '{"fileName": "contract.pdf", "fileSize": 1200, "url": "https://files.example/c.pdf"}',

@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,7 @@ def router(store: SqlStore, human: HumanInputToolHandler) -> Router:
     )
 
 
-async def _ask(human: HumanInputToolHandler, tool: str, args: dict[str, object]) -> str:
+async def _ask(human: HumanInputToolHandler, tool: str, args: dict[str, Any]) -> str:
     pending = await human.handler.create(tool, args, actor_id=ACTOR, channel_id="agent")
     return pending.pending_id
 
@@ -131,7 +132,7 @@ async def test_decline_asks_for_its_reason_then_rejects_with_it(
 async def test_every_builtin_tool_can_be_declined(
     human: HumanInputToolHandler, router: Router, store: SqlStore
 ) -> None:
-    arguments = {
+    arguments: dict[str, dict[str, Any]] = {
         "AskUserQuestion": {"question": "q"},
         "requestApproval": APPROVAL,
         "selectOption": {"question": "q", "options": ["a", "b"]},

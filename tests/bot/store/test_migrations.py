@@ -13,9 +13,10 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, inspect, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.records import RequestRecord
+from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.engine import create_engine
 from bot.store.schema import metadata
@@ -24,6 +25,7 @@ from tests.bot.store.conftest import Database
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
+    "health",
 }  # fmt: skip
 HOLD_TABLES = {"holders", "proposals"}
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
@@ -69,11 +71,11 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
     """0003 adds the holds (requests.held_by, settled_proposal; holders; proposals), and its
     downgrade takes exactly them away, keeping the requests written meanwhile."""
     await upgrade(database.url, "0002", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - HOLD_TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - HOLD_TABLES - {"health"}, "alembic_version"}
     assert not HOLD_COLUMNS & await request_columns(engine)
 
     await upgrade(database.url, "0003", schema=database.schema)
-    assert await table_names(engine) == {*TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - {"health"}, "alembic_version"}
     assert await request_columns(engine) >= HOLD_COLUMNS
     store = await open_store(database.url, migrate=False, schema=database.schema)
     try:
@@ -85,7 +87,7 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
         await store.close()
 
     await downgrade(database.url, "0002", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - HOLD_TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - HOLD_TABLES - {"health"}, "alembic_version"}
     assert not HOLD_COLUMNS & await request_columns(engine)
     async with engine.connect() as conn:
         assert (await conn.execute(text("SELECT id FROM requests"))).scalars().all() == ["r1"]
@@ -93,6 +95,76 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0004_undeliverable_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0004 lets a request settle as undeliverable; the table is rebuilt on SQLite without
+    losing a row of it or of the tables referring to it (transitions, proposals). Its downgrade
+    reads undeliverable requests as withdrawn, keeping their reason."""
+    await upgrade(database.url, "0003", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        for request_id in ("r1", "r2"):
+            await store.create_request(RequestRecord(id=request_id, tool_name="t", arguments={}))
+        with pytest.raises(IntegrityError):  # the status is not allowed yet
+            await store.settle(Settlement("r1", RequestStatus.UNDELIVERABLE, datetime.now(UTC)))
+    finally:
+        await store.close()
+
+    await upgrade(database.url, "0004", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        undelivered = Settlement(
+            "r1", RequestStatus.UNDELIVERABLE, datetime.now(UTC), reason="channel_not_found"
+        )
+        assert await store.settle(undelivered)
+        record = await store.get_request("r1")
+        assert record is not None and record.status is RequestStatus.UNDELIVERABLE
+    finally:
+        await store.close()
+    assert await row_count(engine, "requests") == 2
+    assert await row_count(engine, "transitions") == 3  # two created, one settled
+
+    await downgrade(database.url, "0003", schema=database.schema)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT id, status, reason FROM requests"))).all()
+    assert sorted(tuple(row) for row in rows) == [
+        ("r1", "cancelled", "channel_not_found"),
+        ("r2", "pending", None),
+    ]
+    assert await row_count(engine, "transitions") == 3
+
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0005_health_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0005 adds the one-row table the readiness check writes; its downgrade takes it away."""
+    await upgrade(database.url, "0004", schema=database.schema)
+    assert "health" not in await table_names(engine)
+    await upgrade(database.url, "0005", schema=database.schema)
+    assert await row_count(engine, "health") == 1
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        await store.probe_write("worker-1")
+        await store.probe_write("worker-2")
+    finally:
+        await store.close()
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT id, checked_by FROM health"))).all()
+    assert [tuple(row) for row in rows] == [(1, "worker-2")]
+
+    await downgrade(database.url, "0004", schema=database.schema)
+    assert "health" not in await table_names(engine)
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def row_count(engine: AsyncEngine, table: str) -> int:
+    async with engine.connect() as conn:
+        return int((await conn.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one())
 
 
 async def test_head_matches_the_schema_module(database: Database, engine: AsyncEngine) -> None:
