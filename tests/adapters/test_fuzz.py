@@ -211,15 +211,25 @@ class Attempt:
 
     @property
     def allowed(self) -> frozenset[int]:
-        if self.route == "slack signed":  # served, malformed, or no listener for it
-            return frozenset({200, 400, 404})
-        if self.route in ("slack unsigned", "teams unsigned"):
-            # aiohttp refuses an encoding it cannot decode (br) before any route: 400.
-            encoded = any(name.lower() == "content-encoding" for name in self.headers)
-            return frozenset({401, 400} if encoded else {401})
-        if self.route == "healthz":
-            return frozenset({200})
-        return frozenset({404, 405})  # another method or path
+        statuses = {
+            "slack signed": {200, 400, 404},  # served, malformed, or no listener for it
+            "slack unsigned": {401},
+            "teams unsigned": {401},
+            "healthz": {200},
+        }.get(self.route, {404, 405})  # another method or path
+        if any(name.lower() == "content-encoding" for name in self.headers):
+            statuses |= {400}  # aiohttp refuses an encoding it cannot decode (br), first
+        if self.signed and not is_utf8(self.body):
+            statuses |= {401}  # slack_sdk verifies the signature of the text: not Slack's
+        return frozenset(statuses)
+
+
+def is_utf8(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def with_type(headers: dict[str, str], content_type: str) -> dict[str, str]:
