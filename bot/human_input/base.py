@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextvars import Context, ContextVar
@@ -42,7 +43,7 @@ class Scope:
     closed: bool = False
 
 
-class HandlerState:
+class HandlerState(ABC):
     """The shared state of a handler; see `HumanInputHandler` for the public API."""
 
     def __init__(
@@ -128,6 +129,7 @@ class HandlerState:
 
     # -- what one part calls of another (each implemented in the module named) ----------------
 
+    @abstractmethod
     def _settle(
         self,
         request: PendingInput,
@@ -137,46 +139,49 @@ class HandlerState:
         reason: str | None = None,
         by: str | None = None,
         proposal: str | None = None,
-    ) -> bool:
-        raise NotImplementedError  # settling.py
+    ) -> bool: ...  # settling.py
 
+    @abstractmethod
     def _apply(
         self, request: PendingInput, source: Settlement | PendingInput, *, tell: bool = True
-    ) -> None:
-        raise NotImplementedError  # settling.py
+    ) -> None: ...  # settling.py
 
-    def _retain(self, request: PendingInput) -> None:
-        raise NotImplementedError  # settling.py
+    @abstractmethod
+    def _retain(self, request: PendingInput) -> None: ...  # settling.py
 
-    def _validated(self, request: PendingInput, result: str) -> str:
-        raise NotImplementedError  # settling.py
+    @abstractmethod
+    def _validated(self, request: PendingInput, result: str) -> str: ...  # settling.py
 
-    def _retire(self, request: PendingInput) -> None:
-        raise NotImplementedError  # waiting.py
+    @abstractmethod
+    def _retire(self, request: PendingInput) -> None: ...  # waiting.py
 
-    def _arm_timer(self, request: PendingInput, seconds: float) -> None:
-        raise NotImplementedError  # waiting.py
+    @abstractmethod
+    def _arm_timer(self, request: PendingInput, seconds: float) -> None: ...  # waiting.py
 
-    def _expire(self, request: PendingInput) -> None:
-        raise NotImplementedError  # waiting.py
+    @abstractmethod
+    def _expire(self, request: PendingInput) -> None: ...  # waiting.py
 
-    def reject(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
-        raise NotImplementedError  # settling.py
+    @abstractmethod
+    def reject(
+        self, pending_id: str, reason: str = "", *, by: str | None = None
+    ) -> bool: ...  # settling.py
 
-    def _notify_observers(self, request: PendingInput) -> None:
-        raise NotImplementedError  # observing.py
+    @abstractmethod
+    def _notify_observers(self, request: PendingInput) -> None: ...  # observing.py
 
-    def _tell_observers(self, update: RequestUpdate) -> None:
-        raise NotImplementedError  # observing.py
+    @abstractmethod
+    def _tell_observers(self, update: RequestUpdate) -> None: ...  # observing.py
 
-    async def _record_settle(self, request: PendingInput, settlement: Settlement) -> bool:
-        raise NotImplementedError  # holding.py
+    @abstractmethod
+    async def _record_settle(
+        self, request: PendingInput, settlement: Settlement
+    ) -> bool: ...  # holding.py
 
-    async def _take(self, request: PendingInput) -> None:
-        raise NotImplementedError  # holding.py
+    @abstractmethod
+    async def _take(self, request: PendingInput) -> None: ...  # holding.py
 
-    def _release_memory(self, request: PendingInput) -> None:
-        raise NotImplementedError  # holding.py
+    @abstractmethod
+    def _release_memory(self, request: PendingInput) -> None: ...  # holding.py
 
-    async def follow(self, request_id: str) -> None:
-        raise NotImplementedError  # holding.py
+    @abstractmethod
+    async def follow(self, request_id: str) -> None: ...  # holding.py

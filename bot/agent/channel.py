@@ -12,14 +12,20 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import anthropic
-import httpx2  # the anthropic SDK's HTTP client: a connection dropped mid-stream raises its errors
 import jsonschema
 
+from bot.agent.provider import (
+    INTERRUPTED,
+    AIProvider,
+    AssistantTurn,
+    ReplyInterruptedError,
+    TextCallback,
+)
+from bot.agent.transcript import append_user_text, cancelled_results, open_round, text_of
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
 from bot.hooks import HookContext, HookRegistry, HookTrigger, ToolCallEvent
 from bot.human_tools import HumanInputToolHandler
@@ -29,112 +35,6 @@ from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, ToolHandler
 
 log = logging.getLogger(__name__)
-
-ToolStartCallback = Callable[[str, str], None]
-"""(tool name, tool_use id): told as soon as a tool_use block starts streaming."""
-TextCallback = Callable[[str], Awaitable[None]]
-
-INTERRUPTED = "The agent's reply was interrupted."
-"""Told to the person when the model's reply was cut short twice and nothing of it was used."""
-
-
-class ReplyInterruptedError(Exception):
-    """The model's reply ended before its `message_stop`: incomplete, so nothing of it is used
-    (not its text, not a tool call whose input looks complete)."""
-
-
-@dataclass(frozen=True, slots=True)
-class AssistantTurn:
-    """One model response: its content blocks as the API takes them back, and why it stopped."""
-
-    content: list[dict[str, Any]]
-    stop_reason: str | None
-
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        return [block for block in self.content if block.get("type") == "tool_use"]
-
-    @property
-    def text(self) -> str:
-        texts = (b.get("text", "") for b in self.content if b.get("type") == "text")
-        return "\n".join(t for t in texts if t)
-
-
-class AIProvider(Protocol):
-    """Produces the model's next turn for a transcript and the tools offered."""
-
-    async def generate(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[AITool],
-        on_tool_start: ToolStartCallback,
-    ) -> AssistantTurn:
-        """The next turn, complete; ReplyInterruptedError if the reply was cut short."""
-        ...
-
-
-class AnthropicAIProvider:
-    """The Anthropic Messages API through the official SDK, streamed."""
-
-    def __init__(
-        self,
-        model: str = "claude-sonnet-5-5",
-        api_key: str | None = None,
-        *,
-        base_url: str | None = None,
-        max_tokens: int = 4096,
-        max_retries: int = 2,
-        client: anthropic.AsyncAnthropic | None = None,
-    ) -> None:
-        self.model = model
-        self.max_tokens = max_tokens
-        self._client = client or anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=max_retries
-        )
-
-    async def generate(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[AITool],
-        on_tool_start: ToolStartCallback,
-    ) -> AssistantTurn:
-        offered: Any = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in tools
-        ]
-        extra: dict[str, Any] = {"system": system} if system else {}
-        async with self._client.messages.stream(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            messages=messages,  # type: ignore[arg-type]
-            tools=offered,
-            **extra,
-        ) as stream:
-            # Only `message_stop` completes a reply: a stream that ends before it (cleanly or
-            # not) may hold a tool call whose input merely looks complete.
-            stopped = False
-            try:
-                async for event in stream:
-                    if event.type == "message_stop":
-                        stopped = True
-                    elif event.type == "content_block_start":
-                        block = event.content_block
-                        if block.type == "tool_use":
-                            on_tool_start(block.name, block.id)
-            except httpx2.TransportError as err:
-                raise ReplyInterruptedError(f"{type(err).__name__}: {err}") from err
-            if not stopped:
-                raise ReplyInterruptedError("the stream ended before message_stop")
-            message = await stream.get_final_message()
-        content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
-        return AssistantTurn(content=content, stop_reason=message.stop_reason)
-
-    async def close(self) -> None:
-        await self._client.close()
 
 
 @dataclass(slots=True)
@@ -204,11 +104,11 @@ class AIChannel:
         """
         async with self._room_run(room_id, actor_id):
             messages = await self._load(room_id)
-            if self.runs is not None and (calls := _open_round(messages)):
+            if self.runs is not None and (calls := open_round(messages)):
                 # A run cut short that no worker adopted yet: finish its round first (a human
                 # tool waits on the request it made) rather than close it unanswered.
                 await self._finish_round(room_id, messages, calls, actor_id)
-            _append_user_text(messages, text)
+            append_user_text(messages, text)
             await self._save(room_id, messages)
             return await self._run_rounds(room_id, messages, actor_id, on_text)
 
@@ -237,7 +137,7 @@ class AIChannel:
         """
         async with self._room_run(room_id, actor_id, adopted=True):
             messages = await self._load(room_id)
-            calls = _open_round(messages)
+            calls = open_round(messages)
             if calls:
                 await self._finish_round(room_id, messages, calls, actor_id)
             elif not messages:
@@ -247,7 +147,7 @@ class AIChannel:
                 # saving the model's last words and before ending the run, maybe before those
                 # words were posted (they are saved first). Post them (again): a reply is lost
                 # otherwise, and posted twice only if the stop fell after the post.
-                text = _text_of(messages[-1])
+                text = text_of(messages[-1])
                 if text and on_text is not None:
                     await on_text(text)
                 return text
@@ -315,7 +215,7 @@ class AIChannel:
                 if self.suspended:  # shutting down: the transcript waits for a resume as it is
                     raise
                 if turn.tool_calls and messages[-1]["role"] == "assistant":
-                    messages.append(_cancelled_results(turn.tool_calls))
+                    messages.append(cancelled_results(turn.tool_calls))
                 await asyncio.shield(self._save(room_id, messages))
                 raise
         texts.append(f"(stopped after {self.max_rounds} rounds of tool calls)")
@@ -506,53 +406,6 @@ class AIChannel:
     async def transcript(self, room_id: str) -> list[dict[str, Any]]:
         """The room's messages as the model sees them."""
         return list(await self._load(room_id))
-
-
-def _append_user_text(messages: list[dict[str, Any]], text: str) -> None:
-    """Add the person's text; after tool results it joins that user message (roles alternate)."""
-    # A round whose process stopped before its results were saved (a crash, a restart) ends
-    # in tool_use blocks without results, which the API refuses in every later turn: close it.
-    last = messages[-1] if messages and messages[-1]["role"] == "assistant" else {}
-    content = last.get("content")
-    blocks = content if isinstance(content, list) else []
-    if calls := [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]:
-        messages.append(_cancelled_results(calls))
-    if messages and messages[-1]["role"] == "user":
-        content = messages[-1]["content"]
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        messages[-1]["content"] = [*content, {"type": "text", "text": text}]
-    else:
-        messages.append({"role": "user", "content": text})
-
-
-def _text_of(message: dict[str, Any]) -> str:
-    """The text an assistant message says (its text blocks, or its string content)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    blocks = content if isinstance(content, list) else []
-    texts = (b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-    return "\n".join(t for t in texts if t)
-
-
-def _open_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tool calls of a trailing assistant message that has no results yet."""
-    if not messages or messages[-1]["role"] != "assistant":
-        return []
-    content = messages[-1]["content"]
-    blocks = content if isinstance(content, list) else []
-    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
-
-
-def _cancelled_results(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tool results for a round cut short, so the transcript stays valid for the next turn."""
-    error = json.dumps({"error": "Tool call cancelled"})
-    blocks = [
-        {"type": "tool_result", "tool_use_id": c["id"], "content": error, "is_error": True}
-        for c in calls
-    ]
-    return {"role": "user", "content": blocks}
 
 
 def _schema_problem(tool: AITool, arguments: Any) -> str | None:

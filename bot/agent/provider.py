@@ -1,0 +1,122 @@
+"""The model behind an agent: the Anthropic Messages API, streamed (the only module importing
+anthropic). A reply counts only once its `message_stop` has arrived."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anthropic
+import httpx2  # the anthropic SDK's HTTP client: a connection dropped mid-stream raises its errors
+
+from bot.tools import AITool
+
+log = logging.getLogger(__name__)
+
+ToolStartCallback = Callable[[str, str], None]
+"""(tool name, tool_use id): told as soon as a tool_use block starts streaming."""
+TextCallback = Callable[[str], Awaitable[None]]
+
+INTERRUPTED = "The agent's reply was interrupted."
+"""Told to the person when the model's reply was cut short twice and nothing of it was used."""
+
+
+class ReplyInterruptedError(Exception):
+    """The model's reply ended before its `message_stop`: incomplete, so nothing of it is used
+    (not its text, not a tool call whose input looks complete)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTurn:
+    """One model response: its content blocks as the API takes them back, and why it stopped."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [block for block in self.content if block.get("type") == "tool_use"]
+
+    @property
+    def text(self) -> str:
+        texts = (b.get("text", "") for b in self.content if b.get("type") == "text")
+        return "\n".join(t for t in texts if t)
+
+
+class AIProvider(Protocol):
+    """Produces the model's next turn for a transcript and the tools offered."""
+
+    async def generate(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[AITool],
+        on_tool_start: ToolStartCallback,
+    ) -> AssistantTurn:
+        """The next turn, complete; ReplyInterruptedError if the reply was cut short."""
+        ...
+
+
+class AnthropicAIProvider:
+    """The Anthropic Messages API through the official SDK, streamed."""
+
+    def __init__(
+        self,
+        model: str = "claude-sonnet-5-5",
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        max_tokens: int = 4096,
+        max_retries: int = 2,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self._client = client or anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=max_retries
+        )
+
+    async def generate(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[AITool],
+        on_tool_start: ToolStartCallback,
+    ) -> AssistantTurn:
+        offered: Any = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+        extra: dict[str, Any] = {"system": system} if system else {}
+        async with self._client.messages.stream(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            messages=messages,  # type: ignore[arg-type]
+            tools=offered,
+            **extra,
+        ) as stream:
+            # Only `message_stop` completes a reply: a stream that ends before it (cleanly or
+            # not) may hold a tool call whose input merely looks complete.
+            stopped = False
+            try:
+                async for event in stream:
+                    if event.type == "message_stop":
+                        stopped = True
+                    elif event.type == "content_block_start":
+                        block = event.content_block
+                        if block.type == "tool_use":
+                            on_tool_start(block.name, block.id)
+            except httpx2.TransportError as err:
+                raise ReplyInterruptedError(f"{type(err).__name__}: {err}") from err
+            if not stopped:
+                raise ReplyInterruptedError("the stream ended before message_stop")
+            message = await stream.get_final_message()
+        content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
+        return AssistantTurn(content=content, stop_reason=message.stop_reason)
+
+    async def close(self) -> None:
+        await self._client.close()
