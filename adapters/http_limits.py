@@ -11,10 +11,9 @@ The policy (DESIGN.md §10; issue 9), for Slack's, Teams' and every later route:
   shape the platform sends), or a body that cannot be received as sent (a Content-Encoding
   it does not have);
 - a body not received in full within `BODY_TIMEOUT` seconds of its headers: the connection is
-  cut, without a response (a client trickling its body holds nothing of ours for longer); a
-  body left unread (a refused request's) is not drained after the response either: the
-  server runs with `lingering_time=0` (adapters/serve.py), the connection is closed;
-- aiohttp's own 400s for malformed HTTP (before any route) are logged the same way
+  cut, without a response (a client trickling its body holds nothing of ours for longer);
+- aiohttp's own refusals of malformed HTTP (before any route, or while it drains the unread
+  body of a refused request, for up to 10 s) are logged the same way
   (`quiet_protocol_errors`), not as aiohttp's tracebacks at ERROR;
 - each of these is one WARNING line at most every `LOG_EVERY` seconds per kind (the next one
   says how many were left out), never a traceback: a flood of garbage writes a few lines;
@@ -128,9 +127,10 @@ def report_unexpected(
 
 
 class _ProtocolErrors(logging.Filter):
-    """aiohttp's own refusals of malformed HTTP (a bad request line or header, a body encoding
-    it cannot decode), answered 400 before any route: aiohttp logs each with a traceback at
-    ERROR on `aiohttp.server`; they become one WARNING line per LOG_EVERY here."""
+    """aiohttp's own refusals of malformed HTTP, before or after any route (a bad request line
+    or header, a body in an encoding it cannot decode, met also while it drains a refused
+    request's unread body): aiohttp logs each with a traceback at ERROR on `aiohttp.server`;
+    here they become one WARNING line per LOG_EVERY."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,21 +138,27 @@ class _ProtocolErrors(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, web.RequestPayloadError):  # raised from the decoder's error
+            error = error.__cause__
         if not isinstance(error, HttpProcessingError):
             return True  # anything else of aiohttp's is logged as it is
-        self.lines.warning("%s (%d): %s", record.getMessage(), error.code or 400,
-                           one_line(error.message or type(error).__name__))  # fmt: skip
+        self.lines.warning("aiohttp refused a malformed request (%d): %s [%s]",
+                           error.code or 400, one_line(error.message or type(error).__name__),
+                           one_line(record.getMessage(), 100))  # fmt: skip
         return False
 
 
-_PROTOCOL_ERRORS = _ProtocolErrors()
+_installed: list[_ProtocolErrors] = []
 
 
 def quiet_protocol_errors() -> None:
-    """Log aiohttp's refusals of malformed HTTP as one line (see `_ProtocolErrors`); once."""
+    """Log aiohttp's refusals of malformed HTTP as one line (see `_ProtocolErrors`), counted
+    afresh for each server built (one per process, but many in the tests)."""
     server_log = logging.getLogger("aiohttp.server")
-    if _PROTOCOL_ERRORS not in server_log.filters:
-        server_log.addFilter(_PROTOCOL_ERRORS)
+    while _installed:
+        server_log.removeFilter(_installed.pop())
+    _installed.append(_ProtocolErrors())
+    server_log.addFilter(_installed[0])
 
 
 class BodyTooLarge(Exception):
@@ -208,7 +214,13 @@ def guard() -> Middleware:
         deadline = asyncio.get_running_loop().call_later(BODY_TIMEOUT, cut_if_unread, request)
         what = f"{request.method} {one_line(request.path, 100)}"
         try:
-            return await handler(request)
+            response = await handler(request)
+            if not request.content.is_eof() or request.content.exception() is not None:
+                # Its body was left unread (refused first) or could not be read: aiohttp
+                # drains it after the response, and closes the connection if that fails.
+                # `Connection: close` tells the client not to send another request on it.
+                response.force_close()
+            return response
         except web.HTTPException:
             raise  # aiohttp's own answers: 404, 405, 413 of client_max_size
         except ConnectionError:

@@ -161,10 +161,7 @@ class Server:
             ready=readiness.handle,
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
-        # lingering_time=0: a body its handler did not read (a refused request's) is not
-        # drained after the response (aiohttp would, for 10 s, decoding it: a traceback at
-        # ERROR for a garbage gzip body); the connection is closed instead.
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0, lingering_time=0)
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
         await runner.setup()
         server = cls(settings, service, runner)
         try:

@@ -58,7 +58,7 @@ def files_of(event: dict[str, Any]) -> str:
 
 def text_of(event: dict[str, Any], bot_user_id: str) -> str:
     """What a person wrote, without the bot's mention, and the files they attached."""
-    text = strip_mention(event.get("text", ""), bot_user_id)
+    text = strip_mention(str(event.get("text") or ""), bot_user_id)
     files = files_of(event)
     return f"{text}\n{files}".strip() if files else text
 
@@ -115,7 +115,7 @@ class Conversations:
 
     async def _addressed(self, event: dict[str, Any], mentioned: bool, room: SlackRoom) -> bool:
         """A mention, a DM, or a reply in a thread where the bot is talking."""
-        if mentioned or f"<@{self.bot_user_id()}" in event.get("text", ""):
+        if mentioned or f"<@{self.bot_user_id()}" in str(event.get("text") or ""):
             return True
         if event.get("channel_type") == "im":
             return True

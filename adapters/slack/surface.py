@@ -121,7 +121,9 @@ class SlackSurface:
             if ts is not None:
                 await self._edit(room.channel, ts, message)
             return
-        ref = self._posted.pop(update.pending_id, None) or await self._stored_ref(update)
+        ref = self._posted.pop(update.pending_id, None)
+        if ref is None and update.state is not RenderState.UNDELIVERABLE:
+            ref = await self._stored_ref(update)  # posted elsewhere, or before a restart
         if ref is None:
             if update.state is not RenderState.UNDELIVERABLE:  # that one never had a message
                 log.error("no Slack message to edit for request %s", update.pending_id)

@@ -61,7 +61,9 @@ async def call_connector_or_fail(
             status = err.response.status_code
             if (status != 429 and status < 500) or attempt == attempts - 1:
                 log.error("Bot Connector %s failed: HTTP %d %s", what, status, err.response.text)
-                raise ConnectorError(f"Bot Connector {what} failed: HTTP {status}") from None
+                raise ConnectorError(
+                    f"Bot Connector {what} failed: {_said(err.response)}"
+                ) from None
             retry_after = _retry_after(err.response) if status == 429 else None
             if retry_after is not None:
                 delay = retry_after
@@ -75,6 +77,18 @@ async def call_connector_or_fail(
             raise ConnectorError(f"Bot Connector {what} failed: {type(err).__name__}") from None
         await asyncio.sleep(delay)
     raise ConnectorError(f"Bot Connector {what} failed")  # attempts < 1
+
+
+def _said(response: httpx.Response) -> str:
+    """The HTTP status of a refusal, and the Bot Connector's error code when its body has one."""
+    try:
+        body = response.json()
+    except Exception:  # not JSON, or a streamed body never read
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    status = f"HTTP {response.status_code}"
+    return f"{status} {code}" if isinstance(code, str) and code else status
 
 
 def _retry_after(response: httpx.Response) -> float | None:

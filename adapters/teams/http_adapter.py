@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -58,6 +57,7 @@ with warnings.catch_warnings():
     from microsoft_teams.apps import App, AppOptions
     from microsoft_teams.apps.http.adapter import HttpMethod, HttpRouteHandler
 
+from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from adapters.teams.tokens import ActivityVerifier, Refused
 
 __all__ = [
@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024  # an activity is a few KB; Teams caps messages at ~28 KB
 MAX_DEPTH = 64  # an activity nests ~10 deep; pydantic's serializer fails past ~250
-LOG_EVERY = 10.0  # seconds: at most one WARNING line per kind of refusal per interval
+
 
 JSON = dict[str, Any]
 ActivityHandler = Callable[[JSON], Awaitable[InvokeResponse[Any]]]
@@ -186,25 +186,8 @@ class AiohttpAdapter:
         return web.json_response({"error": "Unauthorized"}, status=401)
 
 
-class BodyTooLarge(Exception):
-    """A body over the limit."""
-
-
 class BadBody(Exception):
     """A body that is not an activity; the message says why, in a few words."""
-
-
-async def read_body(request: web.Request, limit: int) -> bytes:
-    """The body, or BodyTooLarge as soon as it is known to be over `limit` bytes (from its
-    Content-Length, or once that much has arrived): the rest is never read."""
-    if request.content_length is not None and request.content_length > limit:
-        raise BodyTooLarge
-    body = bytearray()
-    async for chunk in request.content.iter_any():
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLarge
-    return bytes(body)
 
 
 def parse_activity(body: bytes) -> JSON:
@@ -215,43 +198,9 @@ def parse_activity(body: bytes) -> JSON:
         raise BadBody("the body is not JSON") from None
     if not isinstance(value, dict):
         raise BadBody("the body is not a JSON object")
-    if _too_deep(value, MAX_DEPTH):
+    if too_deep(value, MAX_DEPTH):
         raise BadBody(f"the body nests deeper than {MAX_DEPTH} levels")
     return {name: item for name, item in value.items() if item is not None}
-
-
-def _too_deep(value: JSON, limit: int) -> bool:
-    """Whether `value` nests objects and arrays more than `limit` deep (without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
-class Throttled:
-    """A logger's WARNING lines, at most one per `every` seconds; the next line says how many
-    were left out."""
-
-    def __init__(
-        self, logger: logging.Logger, every: float, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._logger, self._every, self._clock = logger, every, clock
-        self._next = float("-inf")
-        self._left_out = 0
-
-    def warning(self, message: str, *args: Any) -> None:
-        now = self._clock()
-        if now < self._next:
-            self._left_out += 1
-            return
-        if self._left_out:
-            message += f" ({self._left_out} more since the last such line, not logged)"
-        self._logger.warning(message, *args)
-        self._next, self._left_out = now + self._every, 0
 
 
 def _to_aiohttp(response: InvokeResponse[Any]) -> web.Response:

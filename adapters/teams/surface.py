@@ -260,7 +260,9 @@ class TeamsSurface:
             if preparing is not None:
                 await self._update(preparing, self.render(update, live=False))
             return
-        ref = self._posted.pop(update.pending_id, None) or await self._stored_ref(update)
+        ref = self._posted.pop(update.pending_id, None)
+        if ref is None and update.state is not RenderState.UNDELIVERABLE:
+            ref = await self._stored_ref(update)  # posted elsewhere, or before a restart
         if ref is None:
             if update.state is not RenderState.UNDELIVERABLE:  # that one never had a card
                 log.error("no Teams card to update for request %s", update.pending_id)

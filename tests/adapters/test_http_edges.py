@@ -342,6 +342,42 @@ async def test_an_unhandled_request_is_one_line(
     assert line.getMessage() == "Slack: no listener for a shortcut request (404)"
 
 
+# -- what aiohttp itself refuses ----------------------------------------------------------------
+
+
+async def logged(caplog: pytest.LogCaptureFixture, text: str) -> logging.LogRecord:
+    """The first record whose message holds `text`, once it is logged (after a response)."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            found = [r for r in caplog.records if text in r.getMessage()]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.01)
+
+
+async def test_a_body_in_an_encoding_it_does_not_have_is_one_line(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """aiohttp decodes a Content-Encoding itself: a garbage gzip body failed whoever read it,
+    and aiohttp's own draining of a refused request's body, with a traceback at ERROR; an
+    encoding it cannot decode (br, without Brotli) is its own 400, with one too."""
+    capture(caplog)
+    gzip = {"Content-Type": JSON_TYPE, "Content-Encoding": "gzip"}
+    body = b"not gzip"
+    assert (await served.send("/slack/events", body, {**gzip, **sign(body, SECRET)}))[0] == 401
+    assert (await served.send("/api/messages", body, gzip))[0] == 401  # the body is not read
+    assert (await served.send("/healthz", b"", {"Content-Encoding": "br"}, "GET"))[0] == 400
+    assert await served.healthy()
+
+    line = await logged(caplog, "aiohttp refused a malformed request")
+    assert line.levelno == logging.WARNING
+    assert line.getMessage().startswith("aiohttp refused a malformed request (400): Can not decode")
+    assert "Slack: refused a request from 127.0.0.1 (401): the body could not be read as sent" in [
+        r.getMessage() for r in caplog.records
+    ]
+    check_log(caplog)
+
+
 # -- size and time -------------------------------------------------------------------------------
 
 

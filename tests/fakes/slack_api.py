@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import functools
 import importlib
 import itertools
@@ -290,6 +291,8 @@ class _Fault:
     status: int
     error: str
     retry_after: int | None = None
+    body: str | None = None  # sent as it is (say, a proxy's HTML page) instead of Slack's JSON
+    content_type: str = "text/html"
 
 
 @dataclass
@@ -431,10 +434,20 @@ class FakeSlack:
         self._faults[method].extend(_Fault(429, "ratelimited", retry_after) for _ in range(times))
 
     def fail(
-        self, method: str, error: str = "internal_error", times: int = 1, status: int = 200
+        self,
+        method: str,
+        error: str = "internal_error",
+        times: int = 1,
+        status: int = 200,
+        *,
+        body: str | None = None,
+        content_type: str = "text/html",
     ) -> None:
-        """The next ``times`` calls of ``method`` answer ``{"ok": false, "error": error}``."""
-        self._faults[method].extend(_Fault(status, error) for _ in range(times))
+        """The next ``times`` calls of ``method`` answer ``{"ok": false, "error": error}``, or
+        ``body`` as it is (with ``content_type``) when given: what a proxy in front of Slack
+        answers when Slack is down."""
+        fault = _Fault(status, error, body=body, content_type=content_type)
+        self._faults[method].extend(dataclasses.replace(fault) for _ in range(times))
 
     # -- inspection
 
@@ -510,6 +523,8 @@ class FakeSlack:
                 fault = self._faults[method].popleft()
                 if fault.retry_after is not None:
                     headers["Retry-After"] = str(fault.retry_after)
+                if fault.body is not None:
+                    return await self._raw(fault)
                 raise SlackError(fault.error, fault.status)
             if method not in self._methods:
                 raise SlackError("unknown_method", req_method=method)
@@ -519,6 +534,13 @@ class FakeSlack:
         async with self._changed:
             self._changed.notify_all()
         return web.json_response(body, status=status, headers=headers)
+
+    async def _raw(self, fault: _Fault) -> web.Response:
+        async with self._changed:
+            self._changed.notify_all()
+        return web.Response(
+            status=fault.status, body=(fault.body or "").encode(), content_type=fault.content_type
+        )
 
     async def _response_url(self, request: web.Request) -> web.Response:
         key = request.match_info["key"]
