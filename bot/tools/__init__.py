@@ -1,4 +1,5 @@
-"""Tool definitions offered to the model, and how tool handlers are chained."""
+"""Tools the model may call: definitions, handlers and how they chain; tool sources (MCP servers,
+Python callables) and the approval gates in front of them live beside this module."""
 
 from __future__ import annotations
 
