@@ -61,13 +61,24 @@ MAX_POLL_SECONDS = 0.25
 class Holding(HandlerState):
     # -- settles this worker decides, or hands over -------------------------------------------
 
-    async def _record_settle(self, request: PendingInput, settlement: Settlement) -> bool:
-        """Write a settle claimed in memory, then apply what the row says. True if it won."""
+    async def _record_settle(
+        self, request: PendingInput, settlement: Settlement, *, must_record: bool = False
+    ) -> bool:
+        """Write a settle claimed in memory, then apply what the row says. True if it won.
+
+        A settle the database never took is applied in memory only (a timeout, a withdrawal:
+        the waiter must wake), except a person's answer given through `answer()`/`decline()`
+        (`must_record`): that one is not taken, the request stays open, and the caller gets
+        StoreUnavailableError, so nobody is told "answered" when nothing was recorded.
+        """
         store = self.store
         assert store is not None
         if request._flags & FOREIGN:
             return await self._settle_through_holder(request, settlement)
         won = await _with_retries(lambda: store.settle(settlement))
+        if won is None and must_record:
+            request._flags &= ~CLAIMED
+            raise StoreUnavailableError(f"could not record the answer to {request.id}")
         if won is None:
             log.error("could not record %s of %s; applied in memory only",
                       settlement.status, request.id)  # fmt: skip
@@ -201,7 +212,7 @@ class Holding(HandlerState):
             self._apply(request, settlement)
             return True
         request._flags |= CLAIMED
-        return await self._record_settle(request, settlement)
+        return await self._record_settle(request, settlement, must_record=by is not None)
 
     async def _settle_unheld(
         self,

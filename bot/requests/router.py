@@ -23,7 +23,7 @@ from bot.audit import record_refused_answer
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler
 from bot.human_tools import HumanTool
-from bot.records import RequestRecord, RequestStatus, RequestStore
+from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError
 from bot.requests import wording
 from bot.requests.forms import Form, FormResult, read_form
 from bot.requests.kinds import DECLINE, Control, Verb, kind_of
@@ -177,6 +177,9 @@ class Router:
         tool = self.tools.get(record.tool_name)
         kind = kind_of(record.tool_name, tool)
         payload = kind.answer(interaction.verb, values, interaction.inputs, record.arguments)
+        problems = kind.check(payload, record.arguments) if kind.check is not None else {}
+        if problems:
+            return Invalid(record, None, problems)
         answer = payload if isinstance(payload, str) else json.dumps(payload)
         if tool is None:
             return answer
@@ -197,10 +200,14 @@ class Router:
             log.error("no handler for channel %s of request %s", record.channel_id, record.id)
             return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
         by = interaction.user_id
-        if answer is not None:
-            won = await handler.answer(record.id, answer, by=by)
-        else:
-            won = await handler.decline(record.id, reason or "", by=by)
+        try:
+            if answer is not None:
+                won = await handler.answer(record.id, answer, by=by)
+            else:
+                won = await handler.decline(record.id, reason or "", by=by)
+        except StoreUnavailableError as err:  # nothing was recorded: the request stays open
+            log.warning("could not record %s's answer to %s: %s", by, record.id, err)
+            return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
         latest = await settled_record(self.store, record.id) if self.store is not None else None
         if won:
             return Settled(latest or _settled_copy(record, answer, reason, by))

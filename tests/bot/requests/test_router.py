@@ -224,3 +224,24 @@ async def test_two_answers_at_once_settle_once(
         router.handle(Interaction(request_id, APPROVER, Verb.DECLINE, {"reason": "no"})),
     )
     assert sorted(type(o).__name__ for o in outcomes) == ["Refused", "Settled"]
+
+
+async def test_an_answer_the_database_cannot_take_is_not_taken(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    """Nobody is told "answered" when nothing was recorded: the request stays open."""
+    writer = HumanInputToolHandler.builtin(handler=HumanInputHandler(store=store))
+    pending = await writer.handler.create_detached("requestApproval", APPROVAL, actor_id=ACTOR)
+    read_only = await open_store(
+        f"sqlite+aiosqlite:///file:{tmp_path / 'hitl.db'}?mode=ro&uri=true", migrate=False
+    )
+    try:
+        handler = HumanInputHandler(store=read_only)
+        router = Router(store=read_only, handler_for=lambda c: handler, tools=writer.tools)
+        outcome = await router.handle(Interaction(pending.pending_id, ACTOR, Verb.APPROVE))
+        assert isinstance(outcome, Refused) and outcome.reason is Refusal.UNAVAILABLE
+        assert outcome.notice.plain.startswith("This request cannot be answered right now")
+    finally:
+        await read_only.close()
+    record = await store.get_request(pending.pending_id)
+    assert record is not None and record.status is RequestStatus.PENDING
