@@ -21,12 +21,14 @@ from adapters.slack.messages import SlackMessage, render_message
 from adapters.slack.rooms import PREFIX, SlackRoom, parse_room
 from adapters.slack.scheme import SURFACE
 from adapters.slack.text import MESSAGE_TEXT, escape, truncate
-from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
+from bot import HumanTool, RequestUpdate, UndeliverableError
 from bot.records import RequestStore
-from bot.requests.ordering import InOrder
+from bot.requests.trail import MessageTrail
 from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
+
+Ref = dict[str, str]  # where a message is: {"channel", "ts"}
 
 ATTEMPTS = 4
 # Errors that another attempt cannot fix: the payload, the target or the token is wrong.
@@ -96,67 +98,35 @@ class SlackSurface:
         self.client = client
         self.store = store
         self.tools = tools
-        self._in_order = InOrder()
-        self._preparing: dict[str, str] = {}  # tool_call_id -> ts of "Preparing request…"
-        self._posted: dict[str, dict[str, str]] = {}  # pending_id -> {"channel", "ts"}
+        self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE)
 
     async def observe(self, update: RequestUpdate) -> None:
         room = parse_room(update.room_id)
-        if room is None:
-            return
-        await self._in_order.run(update, lambda: self._show(update, room))
+        if room is not None:
+            await self._trail.show(update, room)
 
-    async def _show(self, update: RequestUpdate, room: SlackRoom) -> None:
+    # -- the core's Messages (bot/requests/trail.py): post, edit, keep, stored
+
+    async def post(self, room: SlackRoom, update: RequestUpdate) -> Ref:
         message = render_message(update, self.tools.get(update.tool_name))
-        if update.state is RenderState.IN_PROGRESS:
-            ts = await self._post(room, message)
-            if ts is not None:
-                self._preparing[update.tool_call_id] = ts
-            return
-        if update.state is RenderState.EXECUTING:
-            await self._show_request(update, room, message)
-            return
-        if not update.pending_id:  # announced, never asked (refused, or the turn was cut)
-            ts = self._preparing.pop(update.tool_call_id, None)
-            if ts is not None:
-                await self._edit(room.channel, ts, message)
-            return
-        ref = self._posted.pop(update.pending_id, None)
-        if ref is None and update.state is not RenderState.UNDELIVERABLE:
-            ref = await self._stored_ref(update)  # posted elsewhere, or before a restart
-        if ref is None:
-            if update.state is not RenderState.UNDELIVERABLE:  # that one never had a message
-                log.error("no Slack message to edit for request %s", update.pending_id)
-            return
-        await self._edit(ref["channel"], ref["ts"], message)
+        try:
+            ts = await self._post_or_fail(room, message)
+        except SlackCallError as err:
+            raise UndeliverableError(str(err)) from None
+        return {"channel": room.channel, "ts": ts}
 
-    async def _show_request(
-        self, update: RequestUpdate, room: SlackRoom, message: SlackMessage
-    ) -> None:
-        """Turn the "Preparing…" message into the request, or post it; remember where."""
-        preparing = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
-        ts = preparing
-        if ts is None or not await self._edit(room.channel, ts, message):
-            try:
-                ts = await self._post_or_fail(room, message)
-            except SlackCallError as err:
-                if preparing is not None:  # where its ending is shown, if an edit gets through
-                    self._posted[update.pending_id] = {"channel": room.channel, "ts": preparing}
-                raise UndeliverableError(str(err)) from None
-        ref = {"channel": room.channel, "ts": ts}
-        self._posted[update.pending_id] = ref
+    async def edit(self, ref: Ref, update: RequestUpdate) -> bool:
+        message = render_message(update, self.tools.get(update.tool_name))
+        return await self._edit(ref["channel"], ref["ts"], message)
+
+    async def keep(self, update: RequestUpdate, ref: Ref) -> Ref:
         await self.store.set_message_ref(update.pending_id, SURFACE, ref)
+        return ref
 
-    async def _stored_ref(self, update: RequestUpdate) -> dict[str, str] | None:
+    async def stored(self, update: RequestUpdate) -> Ref | None:
         record = await posted_record(self.store, update.pending_id, SURFACE)
         ref = record.message_refs.get(SURFACE) if record is not None else None
         return {"channel": str(ref["channel"]), "ts": str(ref["ts"])} if ref else None
-
-    async def _post(self, room: SlackRoom, message: SlackMessage) -> str | None:
-        try:
-            return await self._post_or_fail(room, message)
-        except SlackCallError:
-            return None
 
     async def _post_or_fail(self, room: SlackRoom, message: SlackMessage) -> str:
         response = await call_slack_or_fail(

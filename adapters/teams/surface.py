@@ -13,7 +13,6 @@ settles it so (the model is told the person could not be reached).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from adapters.teams.text import MAX_REFRESH_USERS, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.records import RequestRecord, RequestStore
 from bot.requests.kinds import Verb
+from bot.requests.trail import MessageTrail
 from bot.requests.wording import Phrase
 from bot.stored_requests import posted_record
 
@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 
 PREFIX = "teams:"
 THREAD_MARK = ";messageid="
-ENDINGS = frozenset({RenderState.COMPLETE, RenderState.REJECTED, RenderState.EXPIRED,
-                     RenderState.CANCELLED, RenderState.UNDELIVERABLE})  # fmt: skip
 
 
 # -- rooms --------------------------------------------------------------------------------------
@@ -166,9 +164,7 @@ class TeamsSurface:
         # Approvers and admins (AAD object ids, or Teams user ids): they get the live card too.
         self.deciders = tuple(sorted(set(deciders)))
         self._service_urls: dict[str, str] = {}  # base conversation id -> serviceUrl
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._preparing: dict[str, CardRef] = {}  # tool_call_id -> the "Preparing…" card
-        self._posted: dict[str, CardRef] = {}  # pending_id -> the request's card
+        self._trail: MessageTrail[TeamsRoom, CardRef] = MessageTrail(self, SURFACE)
 
     # -- what we learn from incoming activities
 
@@ -237,76 +233,43 @@ class TeamsSurface:
 
     async def observe(self, update: RequestUpdate) -> None:
         room = parse_room(update.room_id)
-        if room is None:
-            return
-        key = update.tool_call_id or update.pending_id
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            await self._show(update, room)
-        if update.state in ENDINGS and not lock.locked():
-            self._locks.pop(key, None)
+        if room is not None:
+            await self._trail.show(update, room)
 
-    async def _show(self, update: RequestUpdate, room: TeamsRoom) -> None:
-        if update.state is RenderState.IN_PROGRESS:
-            ref = await self._post(room, self.render(update, live=False))
-            if ref is not None:
-                self._preparing[update.tool_call_id] = ref
-            return
-        if update.state is RenderState.EXECUTING:
-            await self._show_request(update, room)
-            return
-        if not update.pending_id:  # announced, never asked (refused, or the turn was cut)
-            preparing = self._preparing.pop(update.tool_call_id, None)
-            if preparing is not None:
-                await self._update(preparing, self.render(update, live=False))
-            return
-        ref = self._posted.pop(update.pending_id, None)
-        if ref is None and update.state is not RenderState.UNDELIVERABLE:
-            ref = await self._stored_ref(update)  # posted elsewhere, or before a restart
-        if ref is None:
-            if update.state is not RenderState.UNDELIVERABLE:  # that one never had a card
-                log.error("no Teams card to update for request %s", update.pending_id)
-            return
-        await self._update(ref, self.render(update, live=False, ref=ref))
+    # -- the core's Messages (bot/requests/trail.py): post, edit, keep, stored
 
-    async def _show_request(self, update: RequestUpdate, room: TeamsRoom) -> None:
-        """Turn the "Preparing…" card into the request's, or post it; remember where.
+    def _drawn(self, update: RequestUpdate, ref: CardRef | None = None) -> dict[str, Any]:
+        """The card posted in the conversation: read-only (its deciders get the live one by
+        refresh), but live for a request with no actor, which is anyone's there."""
+        live = update.state is RenderState.EXECUTING and update.actor_id is None
+        return self.render(update, live=live, ref=ref)
 
-        A request with no actor is anyone's in the conversation: its card is posted live."""
-        card = self.render(update, live=update.actor_id is None)
-        preparing = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
-        posted: CardRef | None = None
-        if preparing is not None and await self._update(preparing, card):
-            posted = preparing
-        else:
-            try:
-                posted = await self._post_or_fail(room, card)
-            except ConnectorError as err:
-                if preparing is not None:  # where its ending is shown, if an update gets through
-                    self._posted[update.pending_id] = preparing
-                raise UndeliverableError(str(err)) from None
-        ref = CardRef(
-            posted.service_url,
-            posted.conversation_id,
-            posted.activity_id,
+    async def post(self, room: TeamsRoom, update: RequestUpdate) -> CardRef:
+        try:
+            return await self._post_or_fail(room, self._drawn(update))
+        except ConnectorError as err:
+            raise UndeliverableError(str(err)) from None
+
+    async def edit(self, ref: CardRef, update: RequestUpdate) -> bool:
+        return await self._update(ref, self._drawn(update, ref))
+
+    async def keep(self, update: RequestUpdate, ref: CardRef) -> CardRef:
+        kept = CardRef(
+            ref.service_url,
+            ref.conversation_id,
+            ref.activity_id,
             self.refresh_user_ids(update.actor_id),
             self.people.name(update.actor_id),
         )
-        self._posted[update.pending_id] = ref
-        await self.store.set_message_ref(update.pending_id, SURFACE, ref.to_json())
+        await self.store.set_message_ref(update.pending_id, SURFACE, kept.to_json())
+        return kept
 
-    async def _stored_ref(self, update: RequestUpdate) -> CardRef | None:
+    async def stored(self, update: RequestUpdate) -> CardRef | None:
         record = await posted_record(self.store, update.pending_id, SURFACE)
         ref = CardRef.of(record) if record is not None else None
         if ref is not None:  # after a restart, the stored card is how we reach its conversation
             self.remember(ref.conversation_id, ref.service_url)
         return ref
-
-    async def _post(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef | None:
-        try:
-            return await self._post_or_fail(room, card)
-        except ConnectorError:
-            return None
 
     async def _post_or_fail(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef:
         service_url = self.service_url(room)

@@ -1,0 +1,92 @@
+"""Which message each update of a request goes to, on any surface that posts and edits messages.
+
+A "Preparing…" message becomes the request's; every later update edits the request's message,
+wherever it was posted (here, by another worker, or before a restart: the store keeps where);
+a request that could not be posted at all is undeliverable. The surface only posts, edits and
+keeps where; the trail decides which, one request's updates in the order they happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Generic, Protocol, TypeVar
+
+from bot.errors import UndeliverableError
+from bot.human_input import RenderState, RequestUpdate
+from bot.requests.ordering import InOrder
+
+log = logging.getLogger(__name__)
+
+Room = TypeVar("Room", contravariant=True)
+Ref = TypeVar("Ref")
+
+
+class Messages(Protocol[Room, Ref]):
+    """A surface's messages: `Ref` says where one was posted."""
+
+    async def post(self, room: Room, update: RequestUpdate) -> Ref:
+        """Post `update` drawn; UndeliverableError (saying why) if the platform refused."""
+        ...
+
+    async def edit(self, ref: Ref, update: RequestUpdate) -> bool:
+        """Redraw the message at `ref` as `update`; False if the edit did not go through."""
+        ...
+
+    async def keep(self, update: RequestUpdate, ref: Ref) -> Ref:
+        """Store where the request was posted (for other workers and restarts); the ref kept."""
+        ...
+
+    async def stored(self, update: RequestUpdate) -> Ref | None:
+        """Where the request was posted, as the store says (another worker, a restart)."""
+        ...
+
+
+class MessageTrail(Generic[Room, Ref]):
+    def __init__(self, messages: Messages[Room, Ref], surface: str) -> None:
+        self.messages = messages
+        self.surface = surface
+        self._in_order = InOrder()
+        self._preparing: dict[str, Ref] = {}  # tool_call_id -> its "Preparing…" message
+        self._posted: dict[str, Ref] = {}  # request id -> its message
+
+    async def show(self, update: RequestUpdate, room: Room) -> None:
+        """Show `update` in `room`, after the request's earlier updates."""
+        await self._in_order.run(update, lambda: self._show(update, room))
+
+    async def _show(self, update: RequestUpdate, room: Room) -> None:
+        if update.state is RenderState.IN_PROGRESS:
+            # Only an announcement: if it cannot be posted, the request itself will try again.
+            with contextlib.suppress(UndeliverableError):
+                self._preparing[update.tool_call_id] = await self.messages.post(room, update)
+            return
+        if update.state is RenderState.EXECUTING:
+            await self._post_request(update, room)
+            return
+        if not update.pending_id:  # announced, never asked (refused, or the turn was cut)
+            preparing = self._preparing.pop(update.tool_call_id, None)
+            if preparing is not None:
+                await self.messages.edit(preparing, update)
+            return
+        ref = self._posted.pop(update.pending_id, None)
+        undeliverable = update.state is RenderState.UNDELIVERABLE
+        if ref is None and not undeliverable:
+            ref = await self.messages.stored(update)  # posted elsewhere, or before a restart
+        if ref is None:
+            if not undeliverable:  # that one never had a message
+                log.error("no %s message to edit for request %s", self.surface, update.pending_id)
+            return
+        await self.messages.edit(ref, update)
+
+    async def _post_request(self, update: RequestUpdate, room: Room) -> None:
+        """Turn the "Preparing…" message into the request's, or post it; remember where."""
+        preparing = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
+        ref = preparing
+        if ref is None or not await self.messages.edit(ref, update):
+            try:
+                ref = await self.messages.post(room, update)
+            except UndeliverableError:
+                if preparing is not None:  # where its ending is shown, if an edit gets through
+                    self._posted[update.pending_id] = preparing
+                raise
+        self._posted[update.pending_id] = await self.messages.keep(update, ref)
