@@ -13,12 +13,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# AGENT=path/to/agent.yaml runs your agent file (examples/ops/agent.yaml, for one)
+AGENT ?=
+AGENT_FLAG := $(if $(AGENT),--agent $(AGENT))
+
 run: install
-	$(BIN)/hitl-bridge demo
+	$(BIN)/hitl-bridge demo $(AGENT_FLAG)
 
 serve: install
 	$(BIN)/hitl-bridge db upgrade
-	$(BIN)/hitl-bridge serve
+	$(BIN)/hitl-bridge serve $(AGENT_FLAG)
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,4 +1,4 @@
-"""The `hitl-bridge` command: demo, serve, db, pending, audit.
+"""The `hitl-bridge` command: demo, serve, db, pending, audit, grants.
 
 A failure is one line on stderr naming its cause and its fix, with exit status 2 for
 configuration and 1 otherwise (adapters/startup.py); `--debug` adds the traceback. Everything
@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import NoReturn
 
 from adapters.settings import Settings, shown_url
-from adapters.startup import CONFIGURATION, database_step, explain
+from adapters.startup import CONFIGURATION, StartupError, database_step, explain
 from adapters.terminal import safe
 from bot import ConfigurationError
+from bot.records import Grant
 from bot.store import SqlStore, open_store, upgrade
+from bot.tools.grants import GrantError, Grants, shown_scope
 
 ARGUMENTS_SHOWN = 120  # characters of a pending request's arguments that `pending` prints
+AGENT_HELP = "the agent file: prompt, model, human tools, MCP servers (default HITL_AGENT_FILE)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,17 +54,27 @@ def _parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="an agent in this terminal, asking you"
     )
     demo.add_argument("--message", help="run one turn with this message, then exit")
+    demo.add_argument("--agent", metavar="FILE", help=AGENT_HELP)
     db = commands.add_parser("db", parents=[common], help="database migrations")
     db.add_argument("action", choices=["upgrade"], help="migrate to the newest revision")
-    commands.add_parser(
+    serve = commands.add_parser(
         "serve", parents=[common],
         help="serve Slack (HTTP or Socket Mode) and/or Teams on HITL_HOST:HITL_PORT",
     )  # fmt: skip
+    serve.add_argument("--agent", metavar="FILE", help=AGENT_HELP)
     commands.add_parser("pending", parents=[common], help="list the requests waiting for an answer")
     audit = commands.add_parser(
         "audit", parents=[common], help="who asked, answered or was refused, newest first"
     )
     audit.add_argument("--request", help="only this request's lines")
+    grants = commands.add_parser(
+        "grants", parents=[common], help="tools allowed to run unasked in a conversation"
+    )
+    grant_actions = grants.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    listing = grant_actions.add_parser("list", parents=[common], help="live grants, newest first")
+    listing.add_argument("--all", action="store_true", help="also expired and revoked ones")
+    revoke = grant_actions.add_parser("revoke", parents=[common], help="revoke a grant now")
+    revoke.add_argument("id", help="the grant's id (from `hitl-bridge grants list`)")
     audit.add_argument("--limit", type=int, default=50, help="how many lines (default 50)")
     return parser
 
@@ -92,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     settings.check_database()
+    if getattr(args, "agent", None):
+        settings = settings.model_copy(update={"agent_file": Path(args.agent)})
     if args.command == "demo":
         from adapters.console.demo import run_demo
         from adapters.console.surface import StdioTerminal
@@ -108,6 +126,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.command == "audit":
         return await _print_audit(settings, args.request, args.limit)
+    if args.command == "grants":
+        return await _grants(settings, args)
     return await _print_pending(settings)
 
 
@@ -156,6 +176,49 @@ async def _print_audit(settings: Settings, request_id: str | None, limit: int) -
     finally:
         await store.close()
     return 0
+
+
+async def _grants(settings: Settings, args: argparse.Namespace) -> int:
+    """`grants list [--all]`: one line per grant; `grants revoke ID`: revoked, audited."""
+    store = await _migrated_store(settings)
+    grants = Grants(store)
+    try:
+        if args.action == "revoke":
+            try:
+                grant = await grants.revoke(args.id, by=_operator())
+            except GrantError as err:
+                raise StartupError(f"cannot revoke: {err}") from None
+            print(f"revoked {safe(grant.id)}: {safe(grant.tool_name)} for "
+                  f"{safe(grant.actor_id or 'anyone')} in room {safe(grant.room_id)}")  # fmt: skip
+            return 0
+        now = datetime.now(UTC)
+        for grant in await grants.list(ended=args.all, limit=1000):
+            print(_grant_line(grant, now))
+    finally:
+        await store.close()
+    return 0
+
+
+def _grant_line(grant: Grant, now: datetime) -> str:
+    scope = shown_scope(grant) or "every call"
+    if grant.revoked_at is not None:
+        state = f"revoked {grant.revoked_at.isoformat()} by {safe(grant.revoked_by or '-')}"
+    elif grant.expires_at <= now:
+        state = f"expired {grant.expires_at.isoformat()}"
+    else:
+        state = f"until {grant.expires_at.isoformat()}"
+    who = safe(grant.actor_id or "anyone")
+    return (f"{safe(grant.id)}  {safe(grant.tool_name):<16} for {who:<12}"
+            f" room {safe(grant.room_id)}  {state}  {safe(scope)}"
+            f"  granted by {safe(grant.granted_by or '-')}")  # fmt: skip
+
+
+def _operator() -> str:
+    """Who revokes from a terminal, for the audit log: `cli:<login>`."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (OSError, KeyError):
+        return "cli"
 
 
 if __name__ == "__main__":

@@ -12,17 +12,19 @@ from dataclasses import dataclass
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from adapters.console.demo import SYSTEM_PROMPT, make_provider
+from adapters.agent import Agent, make_provider, open_agent, read_agent_file
 from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.slack.app import SlackAdapter, slack_client
 from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
-from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, HumanInputToolHandler
+from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
+from bot.tools.gates import approval_gate
+from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +81,13 @@ class Service:
     channel: AIChannel
     ready: bool = False
     teams: TeamsAdapter | None = None
+    agent: Agent | None = None  # its tools (MCP servers) stop with the service
 
 
 async def build_service(settings: Settings) -> Service:
     teams = teams_config(settings)
     slack_secrets = check_slack_settings(settings) if teams is None else _slack_if_set(settings)
+    settings, config = read_agent_file(settings)
     check_model_settings(settings)
     store = await open_store(settings.database_url, migrate=False)
     try:
@@ -93,17 +97,15 @@ async def build_service(settings: Settings) -> Service:
                     f"the database at {shown_url(settings.database_url)} is behind this "
                     "version's migrations: run `hitl-bridge db upgrade` first"
                 )
+        agent = await open_agent(settings, config)  # MCP servers started, or a StartupError
     except BaseException:
         await store.close()
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
-    human = HumanInputToolHandler.builtin(timeout=settings.timeout_seconds)
-    channel = AIChannel(
-        "slack",
-        provider=make_provider(settings),
-        system_prompt=SYSTEM_PROMPT,
-        human_input_handler=human,
-    )
+    human = agent.human
+    grants = Grants(store)
+    gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
+    channel = agent.channel("slack", make_provider(settings), gate=gate)
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
     # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
@@ -121,8 +123,9 @@ async def build_service(settings: Settings) -> Service:
             signing_secret=secret,
             store=store,
             router=router,
+            grants=grants,
         )
-    service = Service(store=store, bridge=bridge, slack=slack, channel=channel)
+    service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent)
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=human.tools,
@@ -243,6 +246,8 @@ async def _close(service: Service) -> None:
         await service.slack.close_clients()
     if service.teams is not None:
         await service.teams.close_clients()
+    if service.agent is not None:
+        await service.agent.close()
     provider = service.channel.provider
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()

@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     # The Anthropic model, or "scripted": the scripted demo model, which `serve` runs only
     # when asked for it so (`demo` also falls back to it without ANTHROPIC_API_KEY).
     model: str = Field("claude-sonnet-5-5", alias="HITL_MODEL")
+    # The agent file (prompt, model, human tools, MCP servers and Python tools); `--agent`.
+    agent_file: Path | None = Field(None, alias="HITL_AGENT_FILE")
     admins: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_ADMINS")
     approvers: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_APPROVERS")
     anthropic_api_key: SecretStr | None = Field(None, alias="ANTHROPIC_API_KEY")

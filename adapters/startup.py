@@ -24,6 +24,7 @@ from adapters.settings import settings_problem, shown_url, sqlite_path
 from adapters.slack.surface import slack_error
 from adapters.terminal import safe
 from bot import ConfigurationError
+from bot.tools.sources import ToolSourceError
 
 CONFIGURATION = 2
 FAILED = 1
@@ -93,6 +94,15 @@ def listening_step(host: str, port: int) -> Iterator[None]:
                 status=CONFIGURATION,
             ) from err
         raise StartupError(f"cannot listen on {where}: {_reason(err)}") from err
+
+
+@contextlib.contextmanager
+def tools_step() -> Iterator[None]:
+    """Starting the agent file's tools: an MCP server that cannot start is named, status 1."""
+    try:
+        yield
+    except ToolSourceError as err:
+        raise StartupError(str(err)) from err
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ with SQLAlchemy; the in-memory handler needs none.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -83,6 +83,9 @@ class PendingInput:
     reason: str | None = None
     settled_by: str | None = None
     settled_at: datetime | None = None
+    # What came of the answer, in one line, once it is known: a gated tool's run after its
+    # approval ("ok", or its error; bot/tools/gates.py). Shown under the settled request.
+    run_outcome: str | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
     # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves
@@ -179,6 +182,56 @@ class RunRecord:
     owner: str | None
     lease_until: datetime | None
     active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """An interaction a surface wrote down before acking it, not yet applied (bot/inbox.py)."""
+
+    key: str
+    surface: str
+    payload: dict[str, Any]
+    received_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GateRun:
+    """The run of an approved (or granted) tool call (bot/tools/gates.py), keyed once: its
+    claim, taken by the first worker to insert it, and once finished its result or error."""
+
+    key: str  # the approval's request id, or "call:<tool_call_id>" for a call run under a grant
+    tool_name: str
+    worker: str
+    claimed_at: datetime
+    lease_until: datetime  # while unfinished: the runner is alive until then (it renews it)
+    request_id: str | None = None
+    finished_at: datetime | None = None
+    result: str | None = None  # what the tool returned
+    error: str | None = None  # or why it did not (what the model read)
+    refused: bool = False  # the error was a refusal rather than a failure
+    outcome: str | None = None  # the one line people are shown
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A tool allowed to run unasked for one actor in one room until `expires_at`
+    (bot/tools/grants.py). `arguments` scope it to argument values (a redacted one by its
+    digest); empty, it covers every call of the tool."""
+
+    id: str
+    room_id: str
+    actor_id: str | None
+    tool_name: str
+    arguments: dict[str, Any]
+    created_at: datetime
+    expires_at: datetime
+    granted_by: str | None
+    request_id: str | None = None  # the approval that granted it
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+    def live(self, now: datetime) -> bool:
+        return self.revoked_at is None and self.expires_at > now
 
 
 class RequestStore(Protocol):
@@ -287,6 +340,31 @@ class RequestStore(Protocol):
 
     async def claim_once(self, key: str) -> bool:
         """True for the first caller of `key` across every worker (event de-duplication)."""
+        ...
+
+    async def receive(
+        self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]
+    ) -> list[bool]:
+        """Write down interactions (key, payload) before they are acked (bot/inbox.py), in one
+        transaction; for each, False if its key was received before (a replay: ignore it).
+        A payload is what to apply if this worker does not live to; None for an interaction
+        handled before its ack (only its key is kept)."""
+        ...
+
+    async def mark_applied(self, keys: Sequence[str]) -> list[str]:
+        """The interactions `keys` were applied; returns those this call marked (the others
+        were marked before, or are unknown): the claim of whoever applies a left-over one."""
+        ...
+
+    async def unapplied(
+        self, surface: str, received_before: datetime, limit: int = 100
+    ) -> list[InboxEntry]:
+        """Interactions of `surface` received before `received_before` and never applied,
+        oldest first."""
+        ...
+
+    async def prune_inbox(self, applied_before: datetime) -> int:
+        """Forget interactions applied before `applied_before`; returns how many."""
         ...
 
     async def close(self) -> None: ...

@@ -1,7 +1,9 @@
 """A scripted model: no API key needed, and every built-in human tool gets asked once.
 
 It plays a release manager deploying a service, so the demo (and a Slack or Teams workspace
-without an Anthropic key) shows each kind of request in a believable order.
+without an Anthropic key) shows each kind of request in a believable order. With an agent
+file's tools offered too, it then calls the first of them once (`deploy` of examples/ops),
+with arguments that fit its schema.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import secrets
 from typing import Any
 
 from bot.agent import AssistantTurn, ToolStartCallback
+from bot.human_tools import BUILTIN_TOOLS
 from bot.tools import AITool
 
 SCRIPT: list[tuple[str, str, dict[str, Any]]] = [
@@ -60,8 +63,15 @@ SCRIPT: list[tuple[str, str, dict[str, Any]]] = [
 class ScriptedAIProvider:
     """Asks each tool of SCRIPT that the turn offers, in order, then summarises the answers."""
 
-    def __init__(self, script: list[tuple[str, str, dict[str, Any]]] | None = None) -> None:
+    def __init__(
+        self,
+        script: list[tuple[str, str, dict[str, Any]]] | None = None,
+        *,
+        call_tools: bool = False,
+    ) -> None:
         self.script = SCRIPT if script is None else script
+        # Then call the first offered tool that asks nobody (an agent file's), once.
+        self.call_tools = call_tools
 
     async def generate(
         self,
@@ -73,6 +83,10 @@ class ScriptedAIProvider:
     ) -> AssistantTurn:
         offered = {tool.name for tool in tools}
         steps = [step for step in self.script if step[1] in offered]
+        own = _first_own_tool(tools, {step[1] for step in self.script}) if self.call_tools else None
+        if own is not None:  # the agent file's tools: the first is called once, last
+            steps.append((f"Everything is ready: I'll call {own.name}.", own.name,
+                          example_arguments(own.parameters)))  # fmt: skip
         asked = _tool_calls_since_last_text(messages)
         if asked >= len(steps):
             summary = _summary(messages, asked)
@@ -85,6 +99,47 @@ class ScriptedAIProvider:
             {"type": "tool_use", "id": call_id, "name": name, "input": arguments},
         ]
         return AssistantTurn(content, "tool_use")
+
+
+def _first_own_tool(tools: list[AITool], scripted: set[str]) -> AITool | None:
+    """The first offered tool that asks nobody: one of the agent file's (an MCP server's)."""
+    human = scripted | set(BUILTIN_TOOLS)
+    return next((tool for tool in tools if tool.name not in human), None)
+
+
+def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments that fit a tool's JSON schema: each required property's default, first
+    example or first option, else a plain value of its type."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    required = set(schema.get("required") or ())
+    return {
+        name: _example(spec)
+        for name, spec in properties.items()
+        if name in required and isinstance(spec, dict)
+    }
+
+
+def _example(spec: dict[str, Any]) -> Any:
+    if "default" in spec:
+        return spec["default"]
+    examples = spec.get("examples")
+    if isinstance(examples, list) and examples:
+        return examples[0]
+    for key in ("enum", "oneOf", "anyOf"):
+        options = spec.get(key)
+        if isinstance(options, list) and options:
+            first = options[0]
+            if key == "enum":
+                return first
+            if isinstance(first, dict):
+                return first["const"] if "const" in first else _example(first)
+    kind = spec.get("type")
+    plain: dict[str, Any] = {
+        "string": "demo", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {},
+    }  # fmt: skip
+    return plain.get(kind, "demo") if isinstance(kind, str) else "demo"
 
 
 def _tool_calls_since_last_text(messages: list[dict[str, Any]]) -> int:

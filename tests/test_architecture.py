@@ -60,6 +60,15 @@ def test_sqlalchemy_only_in_the_store_and_anthropic_only_in_the_agent(path: Path
         assert not _uses(imports, "anthropic"), f"{relative} imports anthropic"
 
 
+@pytest.mark.parametrize("path", _python_files("bot"), ids=str)
+def test_the_mcp_client_sdk_only_in_the_tool_sources(path: Path) -> None:
+    relative = path.relative_to(ROOT).as_posix()
+    if not relative.startswith("bot/tools/"):
+        imports = _imports(path)
+        for package in ("mcp", "mcp_types"):
+            assert not _uses(imports, package), f"{relative} imports {package}"
+
+
 @pytest.mark.parametrize("path", _python_files("adapters"), ids=str)
 def test_a_platform_adapter_never_imports_another(path: Path) -> None:
     parts = path.relative_to(ROOT / "adapters").parts

@@ -5,44 +5,38 @@ from __future__ import annotations
 import getpass
 import logging
 
+from adapters.agent import SYSTEM_PROMPT, make_provider, open_agent, read_agent_file
 from adapters.console.surface import ConsoleSurface, Terminal, room_of
 from adapters.settings import Settings
-from bot import AIChannel, AIProvider, AnthropicAIProvider, Bridge, HumanInputToolHandler
+from bot import AIChannel, AnthropicAIProvider, Bridge
 from bot.access import AnswerPolicy
 from bot.requests.router import Router
-from bot.scripted import ScriptedAIProvider
 from bot.store import open_store
+from bot.tools.gates import approval_gate
+from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
-SYSTEM_PROMPT = (
-    "You are a release assistant working with a team. Before anything irreversible, ask for "
-    "approval or confirmation with the human tools; ask questions when something is unclear."
-)
-
-
-def make_provider(settings: Settings) -> AIProvider:
-    """The scripted model when asked for (HITL_MODEL=scripted) or without a key (`serve`
-    refuses to start without either, see serve.check_model_settings); else the Anthropic API."""
-    if settings.scripted_model or not settings.has_anthropic_key:
-        return ScriptedAIProvider()
-    assert settings.anthropic_api_key is not None
-    return AnthropicAIProvider(
-        model=settings.model,
-        api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=settings.anthropic_base_url,
-    )
+__all__ = ["SYSTEM_PROMPT", "make_provider", "run_demo"]
 
 
 async def run_demo(settings: Settings, terminal: Terminal, message: str | None = None) -> int:
     """Run turns typed at the terminal (or just `message`); returns the exit status."""
+    settings, config = read_agent_file(settings)
     store = await open_store(settings.database_url)
+    try:
+        agent = await open_agent(settings, config)
+    except BaseException:
+        await store.close()
+        raise
     bridge = Bridge(store=store)
-    human = HumanInputToolHandler.builtin(timeout=settings.timeout_seconds)
+    human = agent.human
     provider = make_provider(settings)
-    channel = AIChannel(
-        "console", provider=provider, system_prompt=SYSTEM_PROMPT, human_input_handler=human
+    # Gated tools ask here too; grants are kept (`hitl-bridge grants`).
+    gate = approval_gate(
+        human.handler, runs=store, grants=Grants(store), timeout=settings.timeout_seconds
     )
+    channel = agent.channel("console", provider, gate=gate)
     bridge.register_channel(channel)
     user = getpass.getuser()
     router = Router(
@@ -62,6 +56,7 @@ async def run_demo(settings: Settings, terminal: Terminal, message: str | None =
     finally:
         await surface.close()
         await bridge.close()
+        await agent.close()
         if isinstance(provider, AnthropicAIProvider):
             await provider.close()
         await store.close()

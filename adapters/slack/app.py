@@ -45,15 +45,22 @@ from adapters.http_limits import (
     report_unexpected,
 )
 from adapters.slack.conversations import Conversations
-from adapters.slack.interactions import Interactions
-from adapters.slack.messages import pending_summary
+from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
+from adapters.slack.messages import (
+    COMMAND_HELP,
+    grants_summary,
+    pending_summary,
+    revoked_notice,
+)
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
 from adapters.slack.surface import SlackSurface
+from adapters.slack.text import escape
 from bot import AIChannel, Bridge
-from bot.records import RequestStore
+from bot.records import Grant, RequestStore
 from bot.requests.router import Router
+from bot.tools.grants import GrantError, Grants
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +102,14 @@ class SlackAdapter:
         signing_secret: str,
         store: RequestStore,
         router: Router,
+        grants: Grants | None = None,
     ) -> None:
-        """`router` answers every click, submission and thread reply (one for all surfaces)."""
+        """`router` answers every click, submission and thread reply (one for all surfaces);
+        `grants` are listed and revoked with /hitl."""
         self.client = client
         self.store = store
+        self.router = router
+        self.grants = grants
         self.bot_user_id = ""
         self._own_session = False
         self._work: set[asyncio.Task[None]] = set()
@@ -127,7 +138,7 @@ class SlackAdapter:
             bot_user_id=lambda: self.bot_user_id,
         )
         self.interactions = Interactions(
-            client=client, surface=self.surface, router=router, later=self._later
+            client=client, surface=self.surface, router=router, later=self._later, store=store
         )
         self._register()
 
@@ -152,11 +163,39 @@ class SlackAdapter:
         return BoltResponse(status=503, body={"error": "internal error", "id": ident})
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
-        """/hitl [pending]: the requests waiting for an answer in this channel, privately."""
+        """/hitl [pending]: the requests waiting for an answer in this channel; /hitl grants:
+        the tools allowed to run unasked here; /hitl revoke <id>. Answered privately."""
         channel = str(command.get("channel_id", ""))
+        user = str(command.get("user_id", ""))
+        words = str(command.get("text") or "").split()
+        asked = words[0].lower() if words else "pending"
         prefix = f"{ROOM_PREFIX}{channel}:"
-        waiting = [r for r in await self.store.list_pending() if r.room_id.startswith(prefix)]
-        await ack(text=pending_summary(waiting), response_type="ephemeral")
+        if asked == "pending" and len(words) <= 1:
+            waiting = [r for r in await self.store.list_pending() if r.room_id.startswith(prefix)]
+            text = pending_summary(waiting)
+        elif asked in ("grants", "revoke") and self.grants is None:
+            text = "Tool grants are not kept by this bridge."
+        elif asked == "grants" and len(words) == 1 and self.grants is not None:
+            text = grants_summary(await self.grants.list(room_prefix=prefix))
+        elif asked == "revoke" and len(words) == 2 and self.grants is not None:
+            text = await self._revoke(words[1], user)
+        else:
+            text = COMMAND_HELP
+        await ack(text=text, response_type="ephemeral")
+
+    async def _revoke(self, grant_id: str, user: str) -> str:
+        """Revoke a grant: its actor, whoever granted it, approvers and admins may."""
+        assert self.grants is not None
+        policy = self.router.policy
+
+        def allowed(grant: Grant) -> bool:
+            return user == grant.granted_by or policy.may_answer(user, grant.actor_id)
+
+        try:
+            grant = await self.grants.revoke(grant_id, by=user, allowed=allowed)
+        except GrantError as err:
+            return escape(f"Cannot revoke: {err}.")
+        return revoked_notice(grant)
 
     async def _on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()
@@ -176,12 +215,14 @@ class SlackAdapter:
     async def start(self) -> None:
         """Open one HTTP session for every Web API call (without it slack_sdk opens a session
         and a connection per call), then learn who the bot is (auth.test): its own messages
-        are ignored, its mention stripped."""
+        are ignored, its mention stripped. Then apply the clicks that were acked and left
+        unhandled (a worker died in between), and keep watching for such (bot/inbox.py)."""
         if self.client.session is None:
             self.client.session = aiohttp.ClientSession()
             self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])
+        await self.interactions.inbox.start()
 
     async def handle(self, request: web.Request) -> web.Response:
         """POST /slack/events: read (413), authenticate (401), parse (400), then Bolt."""
@@ -209,8 +250,13 @@ class SlackAdapter:
             self._bad_bodies.warning("Slack: refused a signed request from %s (400): %s",
                                      request.remote, bad)  # fmt: skip
             return web.json_response({"error": str(bad)}, status=400)
+        # Verified above: the signature names this request (a replay has the same).
+        key = signed_key(request.headers["X-Slack-Signature"])
         bolt_request = AsyncBoltRequest(
-            body=text, query=request.query_string, headers=_bolt_headers(request, media_type)
+            body=text,
+            query=request.query_string,
+            headers=_bolt_headers(request, media_type),
+            context={INBOX_KEY: key},
         )
         return await to_aiohttp_response(await self.app.async_dispatch(bolt_request))
 
@@ -242,9 +288,11 @@ class SlackAdapter:
             self.client.session = None
 
     async def close(self) -> None:
-        """Finish the work of requests already acked, then cancel the turns still running."""
+        """Finish the work of requests already acked (and mark their clicks applied), then
+        cancel the turns still running."""
         while self._work:
             await asyncio.gather(*self._work, return_exceptions=True)
+        await self.interactions.inbox.close()
         await self.conversations.close()
 
 

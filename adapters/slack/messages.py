@@ -47,10 +47,11 @@ from adapters.slack.text import (
 )
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools import HumanTool
-from bot.records import RequestRecord
+from bot.records import Grant, RequestRecord
 from bot.requests.forms import FieldKind, Option
 from bot.requests.kinds import Control, Verb
 from bot.requests.view import RequestView, build_view
+from bot.tools.grants import shown_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,3 +181,39 @@ def pending_summary(requests: Sequence[RequestRecord]) -> str:
     if len(requests) > 20:
         lines.append(f"… and {len(requests) - 20} more")
     return truncate("\n".join(lines), SECTION_TEXT)
+
+
+# -- /hitl grants ------------------------------------------------------------------------------
+
+
+def grants_summary(grants: Sequence[Grant]) -> str:
+    """The /hitl grants reply: one line per live grant in the channel (which tool, for whom,
+    scoped to what, until when, granted by whom), and how to revoke one."""
+    if not grants:
+        return "No tool is allowed to run unasked in this channel."
+    lines = [f"{len(grants)} tool grant(s) in this channel:"]
+    for grant in grants[:20]:
+        who = mention(grant.actor_id) if grant.actor_id else "anyone"
+        scope = shown_scope(grant)
+        scoped = f" ({fit(scope, 200)})" if scope else ""
+        by = f", granted by {mention(grant.granted_by)}" if grant.granted_by else ""
+        lines.append(
+            f"• `{fit(grant.id, 40)}` {fit(grant.tool_name, 100)} for {who}{scoped}, "
+            f"until {slack_date(grant.expires_at)}{by}"
+        )
+    if len(grants) > 20:
+        lines.append(f"… and {len(grants) - 20} more")
+    lines.append("Revoke one with `/hitl revoke <id>`.")
+    return truncate("\n".join(lines), SECTION_TEXT)
+
+
+def revoked_notice(grant: Grant) -> str:
+    who = mention(grant.actor_id) if grant.actor_id else "anyone"
+    return f"Revoked `{fit(grant.id, 40)}`: {fit(grant.tool_name, 100)} asks {who} again."
+
+
+COMMAND_HELP = (
+    "`/hitl` or `/hitl pending`: the requests waiting in this channel. "
+    "`/hitl grants`: the tools allowed to run unasked here. "
+    "`/hitl revoke <id>`: revoke one."
+)

@@ -128,6 +128,20 @@ def parse_block_action(body: Mapping[str, Any]) -> Click:
     )
 
 
+_CLICK_FIELDS = ("type", "user", "actions", "container", "channel", "trigger_id")
+_CLICK_MESSAGE_FIELDS = ("ts", "thread_ts")
+
+
+def click_essentials(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What `parse_block_action` reads of a `block_actions` body, and nothing more: what is
+    kept of a click to apply it later (the message it came with, blocks and all, can be tens
+    of KB). `parse_block_action` reads it as it reads the whole body."""
+    kept = {name: body[name] for name in _CLICK_FIELDS if name in body}
+    message = _dict(body.get("message"))
+    kept["message"] = {name: message[name] for name in _CLICK_MESSAGE_FIELDS if name in message}
+    return kept
+
+
 # -- view_submission ---------------------------------------------------------------------------
 
 

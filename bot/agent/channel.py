@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,8 @@ class AIChannel:
     tool_handler: ToolHandler | None = None
     human_input_handler: HumanInputToolHandler | None = None
     tools: Iterable[AITool] = ()
+    # Tools that come and go (an MCP server's list changes): read at the start of every turn.
+    tool_catalog: Callable[[], Iterable[AITool]] | None = None
     max_rounds: int = 20
     stream_retries: int = 1  # a reply cut short is asked for again this many times
     channel_type: str = "ai"
@@ -80,7 +82,8 @@ class AIChannel:
     @property
     def offered_tools(self) -> dict[str, AITool]:
         human = self.human_input_handler.tool_definitions if self.human_input_handler else []
-        return {tool.name: tool for tool in [*self.tools, *human]}
+        live = list(self.tool_catalog()) if self.tool_catalog is not None else []
+        return {tool.name: tool for tool in [*self.tools, *live, *human]}
 
     def _warn_once(self, name: str, message: str) -> None:
         if name not in self._warned:

@@ -61,6 +61,24 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         record = await self.store.request_for_tool_call(tool_call_id)
         return record.id if record is not None else None
 
+    async def request(self, pending_id: str) -> PendingInput | None:
+        """The request as this worker knows it: in memory (open, or settled and retained),
+        else its row in the store; None if neither has it."""
+        request = self._active.get(pending_id) or self._settled.get(pending_id)
+        if request is None and self.store is not None:
+            request = await self.store.get_request(pending_id)
+        return request
+
+    async def show_run_outcome(self, pending_id: str, run_outcome: str) -> None:
+        """Show what came of a settled request's answer (a gated tool's run: "ok", or its
+        error) under it: observers are told the request again, after its earlier updates.
+        The store's row is the caller's to write (with the run it records)."""
+        request = await self.request(pending_id)
+        if request is None:
+            return
+        request.run_outcome = run_outcome
+        self._notify_observers(request)
+
     def asked(self, tool_call_id: str) -> bool:
         """Whether this process made a request for this tool call."""
         return self._held_for_tool_call(tool_call_id) is not None

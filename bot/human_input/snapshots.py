@@ -110,6 +110,7 @@ class RequestUpdate:
     reason: str | None = None
     settled_by: str | None = None
     settled_at: datetime | None = None
+    run_outcome: str | None = None  # what came of the answer (a gated tool's run), once known
 
     @classmethod
     def of(cls, request: PendingInput, state: RenderState | None = None) -> RequestUpdate:

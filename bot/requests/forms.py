@@ -365,9 +365,11 @@ def field_from_schema(
     kind = _kind_of(spec)
     value = value if value is not None else spec.get("default")  # then in read_form's terms
     options: tuple[Option, ...] = ()
-    enum = spec.get("enum") or (spec.get("items") or {}).get("enum")
-    if kind in (FieldKind.CHOICE, FieldKind.CHOICES) and isinstance(enum, list):
-        options = numbered_options([str(item) for item in enum])
+    if kind in (FieldKind.CHOICE, FieldKind.CHOICES):
+        choices = _choices_of(spec) or _choices_of(spec.get("items") or {}) or []
+        options = tuple(
+            Option(str(i), f"{i + 1}. {label}", text) for i, (text, label) in enumerate(choices)
+        )
         value = _option_values(options, value)
     minimum, maximum = spec.get("minimum"), spec.get("maximum")
     as_json = kind is FieldKind.LONG_TEXT and spec.get("type") not in ("string", None)
@@ -393,9 +395,9 @@ def _kind_of(spec: Mapping[str, Any]) -> FieldKind:
     if isinstance(named, str) and named in FieldKind.__members__.values():
         return FieldKind(named)
     kind = spec.get("type")
-    if "enum" in spec:
+    if "enum" in spec or _choices_of(spec) is not None:
         return FieldKind.CHOICE
-    if kind == "array" and isinstance((spec.get("items") or {}).get("enum"), list):
+    if kind == "array" and _choices_of(spec.get("items") or {}) is not None:
         return FieldKind.CHOICES
     if kind == "string":
         return _FORMATS.get(str(spec.get("format")), FieldKind.TEXT)
@@ -406,6 +408,27 @@ def _kind_of(spec: Mapping[str, Any]) -> FieldKind:
     if kind == "boolean":
         return FieldKind.BOOLEAN
     return FieldKind.LONG_TEXT  # objects, lists, anything: JSON text
+
+
+def _choices_of(spec: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+    """A choice's options as (value, label): `enum` (labelled by `enumNames` if given), or
+    titled constants (`oneOf`/`anyOf` of `{const, title}`, as MCP elicitations write them)."""
+    if not isinstance(spec, Mapping):
+        return None
+    enum = spec.get("enum")
+    if isinstance(enum, list) and enum:
+        names = spec.get("enumNames")
+        labels = names if isinstance(names, list) and len(names) == len(enum) else enum
+        return [(str(item), str(label)) for item, label in zip(enum, labels, strict=True)]
+    for key in ("oneOf", "anyOf"):
+        branches = spec.get(key)
+        if (
+            isinstance(branches, list)
+            and branches
+            and all(isinstance(b, Mapping) and "const" in b for b in branches)
+        ):
+            return [(str(b["const"]), str(b.get("title") or b["const"])) for b in branches]
+    return None
 
 
 def _option_values(options: Iterable[Option], value: Any) -> Any:

@@ -177,6 +177,9 @@ class Router:
         tool = self.tools.get(record.tool_name)
         kind = kind_of(record.tool_name, tool)
         payload = kind.answer(interaction.verb, values, interaction.inputs, record.arguments)
+        problems = kind.check(payload, record.arguments) if kind.check is not None else {}
+        if problems:
+            return Invalid(record, None, problems)
         answer = payload if isinstance(payload, str) else json.dumps(payload)
         if tool is None:
             return answer

@@ -77,7 +77,10 @@ def build_view(
 
 def _outcome(kind: Kind, update: RequestUpdate) -> tuple[Fact, ...]:
     if update.state is RenderState.COMPLETE:
-        return tuple(kind.answer_facts(update.arguments, answer_of(update.result)))
+        facts = kind.answer_facts(update.arguments, answer_of(update.result))
+        if update.run_outcome:  # what came of the answer (a gated tool's run)
+            facts = [*facts, Fact("Outcome", update.run_outcome)]
+        return tuple(facts)
     if update.state is RenderState.REJECTED and update.reason:
         return (Fact("Reason", update.reason),)
     return ()

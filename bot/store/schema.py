@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -35,6 +36,8 @@ STATUS_VALUES = ", ".join(f"'{status.value}'" for status in RequestStatus)
 
 # JSONB on PostgreSQL (binary, indexable); SQLite stores JSON as text.
 JsonType = JSON().with_variant(JSONB(), "postgresql")
+# The same for a column that may be empty: Python's None is SQL NULL, not JSON `null`.
+NullableJson = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -105,6 +108,8 @@ class RequestRow(Base):
     # cleared by the settle; and the proposal the settle applied, if it came from another worker.
     held_by: Mapped[str | None] = mapped_column(String)
     settled_proposal: Mapped[str | None] = mapped_column(String)
+    # What came of the answer, in one line: a gated tool's run (bot/tools/gates.py).
+    run_outcome: Mapped[str | None] = mapped_column(Text)
 
 
 class TransitionRow(Base):
@@ -205,6 +210,65 @@ class HealthRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     checked_at: Mapped[datetime] = mapped_column(UTCDateTime)
     checked_by: Mapped[str | None] = mapped_column(String)
+
+
+class InboxRow(Base):
+    """An interaction a surface received, written before it was acked (bot/inbox.py): applied
+    once (`applied_at`), and its key recognises a replay of the same signed request."""
+
+    __tablename__ = "inbox"
+    # "Unapplied, oldest first" (the sweep) and "applied before" (the pruning): index ranges.
+    __table_args__ = (Index("ix_inbox_applied_at_received_at", "applied_at", "received_at"),)
+
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    surface: Mapped[str] = mapped_column(String)
+    # What to apply; NULL for an interaction handled before its ack (only its key matters).
+    payload: Mapped[dict[str, Any] | None] = mapped_column(NullableJson)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class GateRunRow(Base):
+    """The run of an approved (or granted) tool call: inserted once, by the worker that runs
+    it (the claim), then finished with its result (bot/tools/gates.py)."""
+
+    __tablename__ = "gate_runs"
+
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    request_id: Mapped[str | None] = mapped_column(String)
+    tool_name: Mapped[str] = mapped_column(String)
+    worker: Mapped[str] = mapped_column(String)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    lease_until: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    result: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    refused: Mapped[bool] = mapped_column(default=False, server_default=false())
+    outcome: Mapped[str | None] = mapped_column(Text)
+
+
+class GrantRow(Base):
+    """A tool allowed to run unasked for one actor in one room for a while (bot/tools/grants.py)."""
+
+    __tablename__ = "grants"
+    __table_args__ = (
+        # A call finds the live grants of its room, actor and tool.
+        Index("ix_grants_room_id_tool_name", "room_id", "tool_name"),
+        # One grant per approval, however often its run is resumed.
+        Index("ix_grants_request_id", "request_id", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    room_id: Mapped[str] = mapped_column(String)
+    actor_id: Mapped[str | None] = mapped_column(String)
+    tool_name: Mapped[str] = mapped_column(String)
+    arguments: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict, server_default="{}")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    granted_by: Mapped[str | None] = mapped_column(String)
+    request_id: Mapped[str | None] = mapped_column(String)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_by: Mapped[str | None] = mapped_column(String)
 
 
 metadata = Base.metadata

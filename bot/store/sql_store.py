@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
@@ -30,6 +30,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.records import (
     AuditEntry,
     Decision,
+    GateRun,
+    Grant,
+    InboxEntry,
     RequestRecord,
     RequestStatus,
     RunRecord,
@@ -37,7 +40,7 @@ from bot.records import (
     StoreClosedError,
     StoreUnavailableError,
 )
-from bot.store import holds, journal, request_rows, run_rows
+from bot.store import gate_rows, holds, inbox_rows, journal, request_rows, run_rows
 from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
 from bot.store.migrate import head_revision
 from bot.store.request_rows import SETTLED_CHANNEL, record_of
@@ -67,6 +70,8 @@ class SqlStore:
         self._save_transcript, self._claim = journal.upserts(dialect)
         self._new_run = run_rows.new_run(dialect)
         self._heartbeat = holds.heartbeat_upsert(dialect)
+        self._receive = inbox_rows.insert_new(dialect)
+        self._claim_run, self._add_grant = gate_rows.inserts(dialect)
         self._notify = dialect == "postgresql"
         self._claims = 0
         self._beats = 0
@@ -209,6 +214,72 @@ class SqlStore:
         self._claims += 1
         prune = self._claims % journal.CLAIM_PRUNE_EVERY == 0
         return await self._write(journal.claim, self._claim, key, datetime.now(UTC), prune)
+
+    # -- the inbox (bot/inbox.py) -------------------------------------------------------------
+
+    async def receive(
+        self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]
+    ) -> list[bool]:
+        """Insert each (key, payload) in one transaction; False for a key there already."""
+        if not interactions:
+            return []
+        now = datetime.now(UTC)
+        rows = list(interactions)
+        return await self._write(inbox_rows.receive, self._receive, surface, rows, now)
+
+    async def mark_applied(self, keys: Sequence[str]) -> list[str]:
+        """Mark `keys` applied; returns those this call marked (the claim of a left-over row)."""
+        if not keys:
+            return []
+        return await self._write(inbox_rows.mark_applied, list(keys), datetime.now(UTC))
+
+    async def unapplied(
+        self, surface: str, received_before: datetime, limit: int = 100
+    ) -> list[InboxEntry]:
+        return await self._read(inbox_rows.unapplied, surface, received_before, limit)
+
+    async def prune_inbox(self, applied_before: datetime) -> int:
+        return await self._write(count, inbox_rows.PRUNE, {"before": applied_before})
+
+    # -- approval gates and grants (bot/tools/gates.py, grants.py) ----------------------------
+
+    async def claim_gate_run(self, run: GateRun) -> GateRun | None:
+        """Claim `run` (the first insert of its key wins): None if this call claimed it, else
+        the run as claimed before (and maybe finished)."""
+        return await self._write(gate_rows.claim_run, self._claim_run, run)
+
+    async def gate_run(self, key: str) -> GateRun | None:
+        return await self._read(gate_rows.get_run, key)
+
+    async def renew_gate_run(self, key: str, worker: str, lease_until: datetime) -> None:
+        values = {"b_key": key, "b_worker": worker, "b_until": lease_until}
+        await self._write(execute, gate_rows.RENEW_RUN, values)
+
+    async def finish_gate_run(self, run: GateRun, *, actor_id: str | None = None) -> bool:
+        """Record a finished run, the outcome line on its request and its audit line, at once;
+        False if it was not `run.worker`'s unfinished claim (nothing is written)."""
+        return await self._write(gate_rows.finish_run, run, actor_id)
+
+    async def add_grant(self, grant: Grant) -> Grant:
+        """Insert `grant` with its audit line (the one its approval made, if there is one)."""
+        return await self._write(gate_rows.add_grant, self._add_grant, grant)
+
+    async def live_grants(
+        self, room_id: str, actor_id: str | None, tool_name: str, now: datetime
+    ) -> list[Grant]:
+        return await self._read(gate_rows.live_grants, room_id, actor_id, tool_name, now)
+
+    async def list_grants(
+        self, *, room_prefix: str | None = None, live_at: datetime | None = None, limit: int = 100
+    ) -> list[Grant]:
+        return await self._read(gate_rows.list_grants, room_prefix, live_at, limit)
+
+    async def get_grant(self, grant_id: str) -> Grant | None:
+        return await self._read(gate_rows.get_grant, grant_id)
+
+    async def revoke_grant(self, grant_id: str, by: str | None, at: datetime) -> Grant | None:
+        """Revoke a live grant, with its audit line; None if no live grant has that id."""
+        return await self._write(gate_rows.revoke_grant, grant_id, by, at)
 
     # -- runs ---------------------------------------------------------------------------------
 

@@ -13,8 +13,11 @@ from bot.records import RequestStatus
 from bot.store.schema import (
     AuditRow,
     ClaimRow,
+    GateRunRow,
+    GrantRow,
     HealthRow,
     HolderRow,
+    InboxRow,
     ProposalRow,
     RequestRow,
     RunRow,
@@ -33,6 +36,9 @@ runs = cast(Table, RunRow.__table__)
 holders = cast(Table, HolderRow.__table__)
 proposals = cast(Table, ProposalRow.__table__)
 health = cast(Table, HealthRow.__table__)
+gate_runs = cast(Table, GateRunRow.__table__)
+grants = cast(Table, GrantRow.__table__)
+inbox = cast(Table, InboxRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from adapters.cli import main
-from bot.records import RequestRecord, RequestStatus, Settlement
+from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
+from bot.tools.grants import digest
 
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +70,64 @@ def test_audit_shows_who_decided(database: str, capsys: pytest.CaptureFixture[st
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[1] for line in lines] == ["request.resolved", "request.created"]
     assert "by U0B" in lines[0] and "confirmed" in lines[0]
+
+
+async def seed_grants(url: str) -> None:
+    store = await open_store(url)
+    now = datetime.now(UTC)
+    hour = timedelta(hours=1)
+    for grant in (
+        Grant("g-live", "slack:C1:1.0", "U0ALICE", "deploy", {"env": "staging",
+              "token": digest("s3cret")}, now, now + hour, "U0BOB", request_id="req-1"),
+        Grant("g-old", "slack:C1:1.0", "U0ALICE", "deploy", {}, now - 2 * hour, now - hour,
+              "U0BOB"),
+        Grant("g-odd", "slack:C2:\x1b[2J", "U0\u202eEVIL", "restart", {},
+              now + timedelta(seconds=1), now + hour, None),
+    ):  # fmt: skip
+        await store.add_grant(grant)
+    await store.close()
+
+
+def test_grants_lists_the_live_ones(database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    asyncio.run(seed_grants(database))
+    assert main(["grants", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["g-odd", "g-live"]  # newest first
+    live = lines[1]
+    assert "deploy" in live and "for U0ALICE" in live and "room slack:C1:1.0" in live
+    assert "env=staging, token=•••" in live and "granted by U0BOB" in live
+    assert "sha256" not in live
+    assert "\x1b" not in lines[0] and "\u202e" not in lines[0]  # escaped, never acted on
+    assert "slack:C2:\\x1b[2J" in lines[0] and "U0\\u202eEVIL" in lines[0]
+
+    assert main(["grants", "list", "--all"]) == 0
+    every = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in every] == ["g-odd", "g-live", "g-old"]
+    assert "expired" in every[2] and "every call" in every[2]
+
+
+def test_grants_revoke_revokes_once_and_audits(
+    database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(seed_grants(database))
+    assert main(["grants", "revoke", "g-live"]) == 0
+    out = capsys.readouterr().out
+    assert out == "revoked g-live: deploy for U0ALICE in room slack:C1:1.0\n"
+    assert main(["grants", "list"]) == 0
+    assert "g-live" not in capsys.readouterr().out
+
+    assert main(["grants", "revoke", "g-live"]) == 1
+    said = capsys.readouterr().err
+    assert said == "hitl-bridge: cannot revoke: grant g-live was revoked already\n"
+    assert main(["grants", "revoke", "g-old"]) == 1
+    assert "g-old has expired already" in capsys.readouterr().err
+    assert main(["grants", "revoke", "g-nope"]) == 1
+    assert capsys.readouterr().err == "hitl-bridge: cannot revoke: no grant g-nope\n"
+
+    assert main(["audit"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (revoked,) = [line for line in lines if "grant.revoked" in line]
+    assert "request req-1" in revoked and "by cli:" in revoked and "g-live" in revoked
 
 
 def test_serve_names_the_missing_settings(
@@ -212,6 +271,15 @@ def failing(case: str, tmp_path: Path, migrated: str, taken: int, closed: int) -
             ["serve"], serving(empty), 2, ["migrations", "hitl-bridge db upgrade"],
         ),
         "usage": (["pendng"], {}, 2, ["invalid choice", "hitl-bridge --help"]),
+        "agent-file-wrong": (
+            ["serve", "--agent", str(agent_file(tmp_path / "wrong.yaml", "model: [a, b]\n"))],
+            serving(migrated), 2, [f"{tmp_path / 'wrong.yaml'}:1: model: "],
+        ),
+        "mcp-server-fails": (
+            ["serve"], serving(migrated, HITL_AGENT_FILE=str(agent_file(
+                tmp_path / "fails.yaml", f"tools:\n  - mcp: {{command: {FAILING}, name: ops}}\n",
+            ))), 1, ["MCP server `ops` did not start"],
+        ),
     }  # fmt: skip
     if case == "postgres-database-missing":
         url = missing_postgres_database()
@@ -219,11 +287,19 @@ def failing(case: str, tmp_path: Path, migrated: str, taken: int, closed: int) -
     return cases[case]
 
 
+FAILING = "[python, -c, 'exit(3)']"  # an MCP server that exits at once
+
+
+def agent_file(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
 CASES = [
     "sqlite-dir-missing-pending", "sqlite-dir-missing-upgrade", "sqlite-dir-missing-serve",
     "postgres-database-missing", "unknown-scheme", "port-out-of-range", "port-not-a-number",
     "port-in-use", "slack-unreachable", "pending-unmigrated", "audit-unmigrated",
-    "serve-unmigrated", "usage",
+    "serve-unmigrated", "usage", "agent-file-wrong", "mcp-server-fails",
 ]  # fmt: skip
 
 

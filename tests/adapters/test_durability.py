@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ from tests.adapters.workers import (
     ALICE,
     CHANNEL,
     POSTGRES_URL_ENV,
+    STALLS_AFTER_ACK,
     WAIT,
     Cluster,
     Thread,
@@ -39,6 +41,7 @@ from tests.adapters.workers import (
     cluster,
     eventually,
     has_actions,
+    pending,
     postgres_database,
     sent_by,
     tool_results_for,
@@ -190,6 +193,33 @@ async def test_sqlite_kill_after_the_click_before_the_model_answered(sqlite: Clu
     assert resumed.body["messages"] == cut.body["messages"]
     await only_settle(c, record.id, RequestStatus.RESOLVED)
     assert transitions(thread, message) == ["preparing", "live", "ended"]
+
+
+async def test_sqlite_a_click_acked_then_killed_is_applied_on_restart(sqlite: Cluster) -> None:
+    """The click is written down before its ack: the worker dies right after the ack, before
+    the router saw it, and the restarted worker applies it (the person's answer, the edit)."""
+    c = sqlite
+    c.model.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_g1"), reply_text(FINAL))
+    first = await c.start_worker("one", module=STALLS_AFTER_ACK)
+    thread = await c.mention(first, "deploy v2")
+    message, record = await thread.posted()
+    await c.click(first, message, "hitl_approve")  # acked: 200
+    await c.kill(first)
+    assert pending(await c.store.get_request(record.id))  # never handled
+    assert has_actions(c.slack.message(CHANNEL, message["ts"]))
+
+    await c.start_worker("two")
+
+    await thread.settled(message, ANSWERED)
+    await thread.reply(FINAL)
+    result = await finished_once(c, thread, "toolu_g1")
+    assert json.loads(result["content"]) == {"approved": True}
+    await only_settle(c, record.id, RequestStatus.RESOLVED)
+    settled = await c.store.get_request(record.id)
+    assert settled is not None and settled.settled_by == ALICE
+    assert transitions(thread, message) == ["preparing", "live", "ended"]
+    assert c.slack.ephemerals == []
+    assert [sent_by(r) for r in c.model.requests] == ["one", "two"]
 
 
 async def test_sqlite_kill_while_the_model_streams_runs_the_turn_again(sqlite: Cluster) -> None:
@@ -353,16 +383,49 @@ async def test_pg_a_click_delivered_to_both_workers_settles_once(postgres: Clust
     thread = await c.mention(a, "deploy v2")
     message, record = await thread.posted()
     click = c.click_payload(message, "hitl_approve")
+    stamp = int(time.time())  # one signed request, delivered twice
 
-    await asyncio.gather(c.post(a, click), c.post(b, click, retry_num=1))
+    await asyncio.gather(
+        c.post(a, click, timestamp=stamp), c.post(b, click, retry_num=1, timestamp=stamp)
+    )
 
     await thread.settled(message, ANSWERED)
     await thread.reply(FINAL)
     await finished_once(c, thread, "toolu_e4")
-    (note,) = await c.slack.wait_for(lambda: c.slack.ephemerals, WAIT)
-    assert note["text"].startswith(f"This request was already answered by <@{ALICE}>")
     await only_settle(c, record.id, RequestStatus.RESOLVED)
     assert transitions(thread, message) == ["preparing", "live", "ended"]
+    # Whichever worker wrote it down second recognised the same signed request: it acked it
+    # and did nothing more (handled again, it would say "already answered" to the person).
+    assert c.slack.ephemerals == []
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["other-worker", "restarted"])
+async def test_pg_a_click_acked_then_killed_is_applied_once(
+    postgres: Cluster, restart: bool
+) -> None:
+    """A worker dies right after acking a click, before handling it: the other worker (or the
+    dead one, restarted; both sweep) applies it, once."""
+    c = postgres
+    c.model.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_e6"), reply_text(FINAL))
+    a = await c.start_worker("a", module=STALLS_AFTER_ACK)
+    b = await c.start_worker("b")
+    thread = await c.mention(a, "deploy v2")
+    message, record = await thread.posted()
+    await c.click(a, message, "hitl_approve")
+    await c.kill(a)
+    assert pending(await c.store.get_request(record.id))
+    if restart:
+        await c.start_worker("a2")
+
+    await thread.settled(message, ANSWERED)
+    await thread.reply(FINAL)
+    result = await finished_once(c, thread, "toolu_e6")
+    assert json.loads(result["content"]) == {"approved": True}
+    await only_settle(c, record.id, RequestStatus.RESOLVED)
+    assert transitions(thread, message) == ["preparing", "live", "ended"]
+    assert c.slack.ephemerals == []
+    asked, resumed = (sent_by(r) for r in c.model.requests)
+    assert asked == "a" and resumed in ({"b", "a2"} if restart else {b.name})
 
 
 async def test_pg_sigterm_leaves_the_request_pending_for_the_other_worker(
@@ -485,7 +548,7 @@ class TeamsChat:
         await self.cluster.connector.wait_for(lambda: text in self.texts(), WAIT)
 
 
-TEAMS = {"HITL_TEAMS_ALLOW_UNAUTHENTICATED": 1}
+TEAMS: dict[str, Any] = {"HITL_TEAMS_ALLOW_UNAUTHENTICATED": 1}
 
 
 @pytest.fixture

@@ -57,6 +57,8 @@ MODEL = "claude-sonnet-4-6"  # not deprecated: the SDK would warn otherwise
 CHANNEL = "C0DURABLE1"
 ALICE = "U0ALICE001"
 STRANGER = "U0MALLORY1"
+# Runs a worker that acks each click, then stalls before handling it (stalled_worker.py).
+STALLS_AFTER_ACK = "tests.adapters.stalled_worker"
 START_TIMEOUT = 60.0  # a worker imports for ~3 s; only a broken start reaches this
 WAIT = 20.0  # upper bound for anything a test awaits; only a broken test ever reaches it
 POLL = 0.02
@@ -274,10 +276,13 @@ class Cluster:
     workers: list[Worker] = field(default_factory=list)
     _logs: list[IO[bytes]] = field(default_factory=list)
 
-    async def start_worker(self, name: str, **settings: Any) -> Worker:
+    async def start_worker(
+        self, name: str, *, module: str = "adapters.cli", **settings: Any
+    ) -> Worker:
         """Start `hitl-bridge serve`; returns once /healthz answers 200. `settings` are
         environment variables (HITL_LEASE_SECONDS=1 and HITL_TIMEOUT_SECONDS=60 unless given;
-        HITL_TEAMS_ALLOW_UNAUTHENTICATED=1 serves Teams too)."""
+        HITL_TEAMS_ALLOW_UNAUTHENTICATED=1 serves Teams too). `module` is what runs `serve`:
+        the CLI, or a variant of it from the tests (STALLS_AFTER_ACK)."""
         env = {
             k: v
             for k, v in os.environ.items()
@@ -299,11 +304,13 @@ class Cluster:
             "ANTHROPIC_BASE_URL": self.model.base_url,
         }
         env |= {key: str(value) for key, value in settings.items()}
+        if module.startswith("tests."):
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
         log_path = self.folder / f"worker-{name}-{len(self.workers)}.log"
         log = log_path.open("wb")
         self._logs.append(log)
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "adapters.cli", "serve",
+            sys.executable, "-m", module, "serve",
             cwd=self.folder, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
         )  # fmt: skip
         worker = Worker(name, process, "", log_path)

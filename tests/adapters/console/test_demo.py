@@ -59,3 +59,41 @@ def test_a_refusal_reaches_the_agent_and_closed_input_ends_the_run(tmp_path: Pat
     assert "✗ Question — Declined by" in done.stdout and "Reason: not my call" in done.stdout
     assert '"error": "Rejected: not my call"' in done.stdout
     assert "Reason: The console was closed" in done.stdout  # every later request, on EOF
+
+
+OPS_AGENT = ROOT / "examples" / "ops" / "agent.yaml"
+
+
+def test_the_ops_example_s_agent_calls_its_mcp_server_s_deploy(tmp_path: Path) -> None:
+    typed = "Aurora\n1\n"  # the question, then the deploy's gate: Approve
+    done = run_demo(tmp_path, typed, "--message", "Ship it", "--agent", str(OPS_AGENT))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "What should the release be called?" in out  # the file's one human tool
+    assert "Drop the old database replica" not in out  # and not the others
+    assert "Everything is ready: I'll call deploy." in out
+    assert "Run deploy?" in out and "env: production" in out  # approval: [deploy]
+    summary = out[out.index("Here is what you told me:") :]
+    assert '{"answer":"Aurora"}' in summary
+    assert "Deployed payments-api v2.5.0 to production (was v2.4.0)." in summary
+
+
+def test_an_agent_file_error_is_one_line_with_its_line(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("system_prompt: ops\ntools:\n  - mcp: {command: [python, ops.py]}\n"
+                     "    approval: {deploy: yes}\n")  # fmt: skip
+    done = run_demo(tmp_path, "", "--agent", str(agent))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"hitl-bridge: {agent}:4: tools[0].approval: must be true, false or a list of tool names\n"
+    )
+
+
+def test_an_mcp_server_that_cannot_start_is_named_and_the_demo_stops(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("tools:\n  - mcp:\n      command: [python, -c, 'raise SystemExit(4)']\n"
+                     "      name: ops\n")  # fmt: skip
+    done = run_demo(tmp_path, "", "--agent", str(agent))
+    assert done.returncode == 1
+    assert done.stderr.startswith("hitl-bridge: MCP server `ops` did not start: ")
+    assert done.stderr.count("\n") == 1

@@ -13,7 +13,13 @@ import pytest
 
 from adapters.slack.messages import render_message
 from adapters.slack.modals import render_modal
-from adapters.slack.parse import Click, PayloadError, parse_block_action, parse_view_submission
+from adapters.slack.parse import (
+    Click,
+    PayloadError,
+    click_essentials,
+    parse_block_action,
+    parse_view_submission,
+)
 from bot.human_tools import BUILTIN_TOOLS
 from bot.requests.forms import read_form
 from bot.requests.kinds import DECLINE_FORM, Verb
@@ -205,6 +211,23 @@ def test_click_carries_who_where_and_trigger() -> None:
         message_ts=MESSAGE_TS,
         thread_ts=THREAD_TS,
     )
+
+
+@pytest.mark.parametrize("thread", [True, False])
+@pytest.mark.parametrize(("tool_name", "action_id"), [(c[0], c[1]) for c in CLICKS])
+def test_what_is_kept_of_a_click_reads_as_the_click(
+    tool_name: str, action_id: str, thread: bool
+) -> None:
+    body = click_body(_blocks(tool_name), action_id, thread=thread)
+    kept = click_essentials(body)
+    assert parse_block_action(kept) == parse_block_action(body)
+    assert set(kept["message"]) == ({"ts", "thread_ts"} if thread else {"ts"})  # no blocks
+
+
+def test_a_select_is_kept_as_it_reads() -> None:
+    args = {"question": "Pick", "options": [f"o{i}" for i in range(7)]}
+    body = click_body(_blocks("selectOption", args), "hitl_choose", option=6)
+    assert parse_block_action(click_essentials(body)) == parse_block_action(body)
 
 
 def test_click_outside_a_thread_has_no_thread_ts() -> None:

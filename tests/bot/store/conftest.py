@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -62,3 +63,11 @@ async def store(database: Database) -> AsyncIterator[SqlStore]:
         yield opened
     finally:
         await opened.close()
+
+
+async def receive_one(
+    store: SqlStore, key: str, surface: str, payload: dict[str, Any] | None
+) -> bool:
+    """Write down one interaction (bot/inbox.py); False for a key received before."""
+    (new,) = await store.receive(surface, [(key, payload)])
+    return new

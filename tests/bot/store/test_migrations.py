@@ -3,31 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.records import RequestRecord, RequestStatus, Settlement
+from bot.records import GateRun, Grant, RequestStatus, Settlement
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.engine import create_engine
-from bot.store.schema import metadata
-from tests.bot.store.conftest import Database
+from bot.store.schema import JsonType, UTCDateTime, metadata
+from tests.bot.store.conftest import Database, receive_one
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
-    "health",
+    "health", "inbox", "gate_runs", "grants",
 }  # fmt: skip
 HOLD_TABLES = {"holders", "proposals"}
+GATE_TABLES = {"gate_runs", "grants"}  # 0007
+LATER = {"health", "inbox", *GATE_TABLES}  # tables of migrations after 0003
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
@@ -61,6 +66,30 @@ async def test_upgrade_downgrade_upgrade(database: Database, engine: AsyncEngine
     assert await table_names(engine) == {*TABLES, "alembic_version"}
 
 
+async def add_request(engine: AsyncEngine, request_id: str, **columns: str) -> None:
+    """A pending request and its `created` transition, written with only the columns every
+    revision has (and `columns`): today's store writes columns an older schema lacks."""
+    now = datetime.now(UTC)
+    values: dict[str, Any] = {
+        "id": request_id, "tool_name": "t", "arguments": {}, "room_id": "", "tool_call_id": "",
+        "channel_id": "", "channel_type": "ai", "detached": False, "status": "pending",
+        "created_at": now, "message_refs": {}, **columns,
+    }  # fmt: skip
+    typed: dict[str, Any] = {
+        "arguments": JsonType, "message_refs": JsonType, "created_at": UTCDateTime(),
+        "detached": sa.Boolean(),
+    }  # fmt: skip
+    requests = sa.table("requests", *(sa.column(name, typed.get(name)) for name in values))
+    transitions = sa.table(
+        "transitions", sa.column("request_id"), sa.column("to_status"),
+        sa.column("at", UTCDateTime()), sa.column("detail", JsonType),
+    )  # fmt: skip
+    async with engine.begin() as conn:
+        await conn.execute(sa.insert(requests).values(**values))
+        created = {"request_id": request_id, "to_status": "pending", "at": now, "detail": {}}
+        await conn.execute(sa.insert(transitions).values(**created))
+
+
 async def request_columns(engine: AsyncEngine) -> set[str]:
     async with engine.connect() as conn:
         columns = await conn.run_sync(lambda sync: inspect(sync).get_columns("requests"))
@@ -71,23 +100,21 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
     """0003 adds the holds (requests.held_by, settled_proposal; holders; proposals), and its
     downgrade takes exactly them away, keeping the requests written meanwhile."""
     await upgrade(database.url, "0002", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - HOLD_TABLES - {"health"}, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - HOLD_TABLES - LATER, "alembic_version"}
     assert not HOLD_COLUMNS & await request_columns(engine)
 
     await upgrade(database.url, "0003", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - {"health"}, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - LATER, "alembic_version"}
     assert await request_columns(engine) >= HOLD_COLUMNS
+    await add_request(engine, "r1", held_by="worker-1")
     store = await open_store(database.url, migrate=False, schema=database.schema)
     try:
-        await store.create_request(
-            RequestRecord(id="r1", tool_name="t", arguments={}), holder="worker-1"
-        )
         await store.beat("worker-1", datetime.now(UTC) + timedelta(minutes=1))
     finally:
         await store.close()
 
     await downgrade(database.url, "0002", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - HOLD_TABLES - {"health"}, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - HOLD_TABLES - LATER, "alembic_version"}
     assert not HOLD_COLUMNS & await request_columns(engine)
     async with engine.connect() as conn:
         assert (await conn.execute(text("SELECT id FROM requests"))).scalars().all() == ["r1"]
@@ -102,10 +129,10 @@ async def test_0004_undeliverable_up_and_down(database: Database, engine: AsyncE
     losing a row of it or of the tables referring to it (transitions, proposals). Its downgrade
     reads undeliverable requests as withdrawn, keeping their reason."""
     await upgrade(database.url, "0003", schema=database.schema)
+    for request_id in ("r1", "r2"):
+        await add_request(engine, request_id)
     store = await open_store(database.url, migrate=False, schema=database.schema)
     try:
-        for request_id in ("r1", "r2"):
-            await store.create_request(RequestRecord(id=request_id, tool_name="t", arguments={}))
         with pytest.raises(IntegrityError):  # the status is not allowed yet
             await store.settle(Settlement("r1", RequestStatus.UNDELIVERABLE, datetime.now(UTC)))
     finally:
@@ -118,10 +145,11 @@ async def test_0004_undeliverable_up_and_down(database: Database, engine: AsyncE
             "r1", RequestStatus.UNDELIVERABLE, datetime.now(UTC), reason="channel_not_found"
         )
         assert await store.settle(undelivered)
-        record = await store.get_request("r1")
-        assert record is not None and record.status is RequestStatus.UNDELIVERABLE
     finally:
         await store.close()
+    async with engine.connect() as conn:
+        status = await conn.execute(text("SELECT status FROM requests WHERE id = 'r1'"))
+    assert status.scalar_one() == "undeliverable"
     assert await row_count(engine, "requests") == 2
     assert await row_count(engine, "transitions") == 3  # two created, one settled
 
@@ -157,6 +185,68 @@ async def test_0005_health_up_and_down(database: Database, engine: AsyncEngine) 
 
     await downgrade(database.url, "0004", schema=database.schema)
     assert "health" not in await table_names(engine)
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0006 adds the inbox of interactions written before their ack; its downgrade takes it
+    away, and nothing else."""
+    await upgrade(database.url, "0005", schema=database.schema)
+    assert "inbox" not in await table_names(engine)
+    await upgrade(database.url, "0006", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        assert await receive_one(store, "k1", "slack", {"type": "block_actions"})
+        assert await receive_one(store, "k2", "slack", None)
+        assert not await receive_one(store, "k1", "slack", {"type": "block_actions"})
+        soon = datetime.now(UTC) + timedelta(seconds=1)
+        assert [e.key for e in await store.unapplied("slack", soon)] == ["k1"]
+    finally:
+        await store.close()
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT key FROM inbox WHERE payload IS NULL"))).all()
+    assert [tuple(row) for row in rows] == [("k2",)]  # SQL NULL, not JSON null
+
+    await downgrade(database.url, "0005", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - {"inbox"} - GATE_TABLES, "alembic_version"}
+    await upgrade(database.url, schema=database.schema)
+    assert await row_count(engine, "inbox") == 0
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0007_gates_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0007 adds gated runs, grants and a request's run outcome; its downgrade takes exactly
+    them away, keeping the requests (the table is rebuilt on SQLite) and what refers to them."""
+    await upgrade(database.url, "0006", schema=database.schema)
+    assert not GATE_TABLES & await table_names(engine)
+    assert "run_outcome" not in await request_columns(engine)
+    await add_request(engine, "r1")
+
+    await upgrade(database.url, "0007", schema=database.schema)
+    assert await table_names(engine) >= GATE_TABLES
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        now = datetime.now(UTC)
+        run = GateRun("r1", "deploy", "w1", now, now + timedelta(seconds=30), request_id="r1")
+        assert await store.claim_gate_run(run) is None
+        done = dataclasses.replace(run, finished_at=now, result="{}", outcome="ok")
+        assert await store.finish_gate_run(done)
+        record = await store.get_request("r1")
+        assert record is not None and record.run_outcome == "ok"
+        grant = Grant("g1", "room", "alice", "deploy", {"env": "staging"}, now,
+                      now + timedelta(hours=1), "bob", request_id="r1")  # fmt: skip
+        assert await store.add_grant(grant) == grant
+    finally:
+        await store.close()
+
+    await downgrade(database.url, "0006", schema=database.schema)
+    assert not GATE_TABLES & await table_names(engine)
+    assert "run_outcome" not in await request_columns(engine)
+    assert await row_count(engine, "requests") == 1
+    assert await row_count(engine, "transitions") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []

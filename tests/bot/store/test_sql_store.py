@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError, StatementError
 from bot.records import AuditEntry, Decision, RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, journal
 from bot.store.engine import async_url
-from tests.bot.store.conftest import Database
+from tests.bot.store.conftest import Database, receive_one
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -412,6 +412,84 @@ async def test_old_claims_are_pruned(store: SqlStore, monkeypatch: pytest.Monkey
     assert not await store.claim_once("new")
 
 
+CLICK = {"type": "block_actions", "actions": [{"action_id": "hitl_approve", "value": "r1"}]}
+
+
+async def test_the_inbox_recognises_a_key_received_before(
+    store: SqlStore, database: Database
+) -> None:
+    other = SqlStore.from_url(database.url, schema=database.schema)
+    try:
+        racers = [receive_one(s, "k1", "slack", CLICK) for _ in range(5) for s in (store, other)]
+        assert (await asyncio.gather(*racers)).count(True) == 1
+        assert not await receive_one(store, "k1", "teams", None)  # a key is taken on every surface
+        assert await receive_one(store, "k2", "slack", None)  # handled before its ack: applied
+        assert not await receive_one(other, "k2", "slack", None)
+    finally:
+        await other.close()
+
+
+async def test_interactions_are_written_many_at_once(store: SqlStore) -> None:
+    await receive_one(store, "old", "slack", CLICK)
+    batch = [("a", CLICK), ("old", CLICK), ("b", None), ("a", CLICK), ("c", {**CLICK, "n": 3})]
+    assert await store.receive("slack", batch) == [True, False, True, False, True]
+    assert await store.receive("slack", []) == []
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    assert [e.key for e in await store.unapplied("slack", soon)] == ["old", "a", "c"]
+
+
+async def test_unapplied_interactions_are_claimed_once(store: SqlStore, database: Database) -> None:
+    await receive_one(store, "k1", "slack", CLICK)
+    await receive_one(store, "k2", "slack", {**CLICK, "n": 2})
+    await receive_one(store, "k3", "teams", CLICK)
+    await receive_one(store, "k4", "slack", None)  # nothing to apply: never listed
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+
+    left = await store.unapplied("slack", soon)
+    assert [(e.key, e.surface, e.payload) for e in left] == [
+        ("k1", "slack", CLICK),
+        ("k2", "slack", {**CLICK, "n": 2}),
+    ]
+    assert left[0].received_at <= left[1].received_at < soon
+    assert await store.unapplied("slack", soon, limit=1) == left[:1]
+    assert await store.unapplied("slack", left[0].received_at) == []  # none received before
+    other = SqlStore.from_url(database.url, schema=database.schema)
+    try:
+        racers = [s.mark_applied(["k1"]) for _ in range(5) for s in (store, other)]
+        claims = [key for claimed in await asyncio.gather(*racers) for key in claimed]
+        assert claims == ["k1"]  # one claim won
+    finally:
+        await other.close()
+    assert await store.mark_applied(["k4", "missing", "k1"]) == []  # already, or unknown
+    assert await store.mark_applied([]) == []
+    assert [e.key for e in await store.unapplied("slack", soon)] == ["k2"]
+    assert not await receive_one(store, "k1", "slack", CLICK)  # applied, still recognised
+
+
+async def test_many_interactions_are_marked_in_one_write(store: SqlStore) -> None:
+    keys = [f"k{n}" for n in range(300)]
+    for key in keys:
+        await receive_one(store, key, "slack", CLICK)
+    assert sorted(await store.mark_applied([*keys, "missing"])) == sorted(keys)
+    assert await store.unapplied("slack", datetime.now(UTC) + timedelta(seconds=1)) == []
+
+
+async def test_applied_interactions_are_pruned(store: SqlStore) -> None:
+    for key in ("old", "new", "unapplied"):
+        await receive_one(store, key, "slack", CLICK)
+    assert await store.mark_applied(["old"]) == ["old"]
+    cut = datetime.now(UTC)
+    await asyncio.sleep(0.01)
+    assert await store.mark_applied(["new"]) == ["new"]
+
+    assert await store.prune_inbox(cut) == 1
+    assert await receive_one(store, "old", "slack", CLICK)  # forgotten
+    assert not await receive_one(store, "new", "slack", CLICK)
+    far = datetime.now(UTC) + timedelta(days=1)
+    assert await store.prune_inbox(far) == 1  # "new"; an unapplied row is never pruned
+    assert [e.key for e in await store.unapplied("slack", far)] == ["unapplied", "old"]
+
+
 async def test_datetimes_come_back_aware_utc(store: SqlStore) -> None:
     india = timezone(timedelta(hours=5, minutes=30))
     created = datetime(2025, 6, 1, 12, 0, 0, 123456, tzinfo=india)
@@ -458,5 +536,5 @@ def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
 
 
 async def test_schema_revision_is_current(store: SqlStore) -> None:
-    assert await store.current_revision() == "0005"
+    assert await store.current_revision() == "0007"
     assert await store.schema_revision_ok()

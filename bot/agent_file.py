@@ -1,0 +1,370 @@
+"""The agent file (`HITL_AGENT_FILE`): the team's prompt, model, human tools and tool sources.
+
+A YAML file validated by pydantic. Every error is one line naming the file, the line and the
+field: `agent.yaml:7: tools[0].approval: ...`. The file's lines are kept, so errors found
+later (a name in `approval` that the MCP server does not offer) name their line too.
+
+```yaml
+system_prompt: |                  # optional; a sensible default otherwise
+  You run releases for the payments team.
+model: claude-sonnet-5-5          # optional; HITL_MODEL otherwise
+human_tools: builtin              # builtin (default) | none | [AskUserQuestion, ...]
+tools:
+  - mcp:
+      command: [python, ops_server.py]   # stdio (args, env, cwd optional), or
+      # url: https://ops.example/mcp     # streamable HTTP, with headers: {...}
+    approval: [deploy, rollback]  # tool names that need a person; true = all; absent = none
+    redact: [password, token]     # argument keys shown as ••• (optional)
+  - python: mypackage.tools:restart_service   # a sync or async callable
+    approval: true
+```
+
+`${NAME}` in an `env` or `headers` value is the environment variable NAME (a token kept out of
+the file). Relative paths (`cwd`, a script in `command`) are from the file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bot.errors import ConfigurationError
+from bot.human_tools import BUILTIN_TOOLS
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an assistant working with a team. Use your tools to do what you are asked. Before "
+    "anything irreversible, ask for approval or confirmation with the human tools; ask questions "
+    "when something is unclear."
+)
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # what the model's API accepts as a tool name
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+Path_ = tuple[str | int, ...]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _command(value: Any) -> Any:
+    """`command: python server.py` (split as a shell would) or `[python, server.py]`."""
+    return shlex.split(value) if isinstance(value, str) else value
+
+
+def _expand(value: str) -> str:
+    """`${NAME}` replaced by the environment variable NAME (an error if it is not set)."""
+
+    def variable(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise ValueError(f"the environment variable {name} is not set")
+        return os.environ[name]
+
+    return _VARIABLE.sub(variable, value)
+
+
+Expanded = Annotated[str, AfterValidator(_expand)]
+
+
+class McpServerConfig(_Strict):
+    """An MCP server: a command run over stdio, or a streamable HTTP endpoint."""
+
+    command: Annotated[list[str] | None, BeforeValidator(_command), Field(min_length=1)] = None
+    args: list[str] = []
+    env: Annotated[dict[str, Expanded], Field(repr=False)] = {}  # may hold secrets
+    cwd: str | None = None
+    url: Annotated[str | None, Field(pattern=r"^https?://\S+$")] = None
+    headers: Annotated[dict[str, Expanded], Field(repr=False)] = {}
+    name: Annotated[str | None, Field(min_length=1, max_length=100)] = None
+    # auto: the newest protocol the server speaks; legacy: the 2025 initialize handshake
+    protocol: Literal["auto", "legacy"] = "auto"
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either `command` (a server run over stdio) or `url`")
+        if self.url is not None and (self.args or self.env or self.cwd is not None):
+            raise ValueError("`args`, `env` and `cwd` go with `command`, not `url`")
+        if self.command is not None and self.headers:
+            raise ValueError("`headers` go with `url`, not `command`")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How the server is named in messages: its `name`, its command line or its URL."""
+        if self.name:
+            return self.name
+        if self.command is not None:
+            return shlex.join([*self.command, *self.args])
+        return str(self.url)
+
+
+def _approval(value: Any) -> Any:
+    """`approval: true` (all), a list of names, one name, or absent/false (none)."""
+    if value is None or value is False:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if value is True:
+        return ["*"]
+    if not isinstance(value, list):
+        raise ValueError("must be true, false or a list of tool names")
+    return value
+
+
+Names = Annotated[tuple[Annotated[str, Field(min_length=1)], ...], BeforeValidator(_approval)]
+
+
+class _Source(_Strict):
+    approval: Names = ()
+    redact: tuple[Annotated[str, Field(min_length=1)], ...] = ()
+
+    @field_validator("redact", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def approve_all(self) -> bool:
+        return "*" in self.approval
+
+    @property
+    def approval_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.approval if name != "*")
+
+
+class McpSourceConfig(_Source):
+    mcp: McpServerConfig
+
+    @property
+    def label(self) -> str:
+        return f"MCP server `{self.mcp.label}`"
+
+
+class PythonSourceConfig(_Source):
+    python: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="module.path:callable"),
+    ]
+    name: Annotated[str | None, Field(pattern=TOOL_NAME.pattern)] = None
+    description: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"Python tool `{self.python}`"
+
+
+def _source_kind(value: Any) -> str | None:
+    """The union's tag (pydantic puts it in an error's location; it is no key of the file)."""
+    if isinstance(value, Mapping):
+        if "mcp" in value:
+            return _MCP
+        if "python" in value:
+            return _PYTHON
+    elif isinstance(value, _Source):
+        return _MCP if isinstance(value, McpSourceConfig) else _PYTHON
+    return None
+
+
+_MCP, _PYTHON = "<mcp source>", "<python source>"
+
+
+ToolSourceConfig = Annotated[
+    Annotated[McpSourceConfig, Tag(_MCP)] | Annotated[PythonSourceConfig, Tag(_PYTHON)],
+    Discriminator(
+        _source_kind,
+        custom_error_type="tool_source",
+        custom_error_message="a tool source is a mapping with an `mcp:` or a `python:` key",
+    ),
+]
+
+
+def _human_tools(value: Any) -> Any:
+    if value is None or value == "builtin":
+        return list(BUILTIN_TOOLS)
+    if value == "none":
+        return []
+    if isinstance(value, str):
+        raise ValueError("must be builtin, none or a list of human tool names")
+    return value
+
+
+def _builtin_tool(name: str) -> str:
+    if name not in BUILTIN_TOOLS:
+        raise ValueError(f"unknown human tool {name!r} (one of {', '.join(BUILTIN_TOOLS)})")
+    return name
+
+
+class AgentConfig(_Strict):
+    """The agent file, validated. `where(...)` names the line of a part of it."""
+
+    system_prompt: Annotated[str, Field(min_length=1)] = DEFAULT_SYSTEM_PROMPT
+    model: Annotated[str | None, Field(min_length=1)] = None
+    human_tools: Annotated[
+        tuple[Annotated[str, AfterValidator(_builtin_tool)], ...], BeforeValidator(_human_tools)
+    ] = tuple(BUILTIN_TOOLS)
+    tools: tuple[ToolSourceConfig, ...] = ()
+
+    _file: Path | None = PrivateAttr(default=None)
+    _lines: dict[Path_, int] = PrivateAttr(default_factory=dict)
+
+    @property
+    def file(self) -> Path | None:
+        """The file it was read from (None for a config built in code)."""
+        return self._file
+
+    @property
+    def folder(self) -> Path:
+        """Where relative paths in it are from: the file's folder (else the current one)."""
+        return self._file.parent if self._file is not None else Path.cwd()
+
+    def where(self, *path: str | int) -> str:
+        """`FILE:LINE` of the nearest written part of `path` (`"tools", 0, "approval", 1`)."""
+        if self._file is None:
+            return "the agent configuration"
+        line = _nearest_line(self._lines, path)
+        return f"{self._file}:{line}" if line is not None else str(self._file)
+
+    def error(self, path: Sequence[str | int], message: str) -> ConfigurationError:
+        """A one-line error at `path`: `FILE:LINE: field: message`."""
+        return ConfigurationError(f"{self.where(*path)}: {_shown_path(path)}: {message}")
+
+
+# -- reading the file ---------------------------------------------------------------------------
+
+
+def load_agent_file(path: str | os.PathLike[str]) -> AgentConfig:
+    """The agent file at `path`, validated; ConfigurationError (one line, FILE:LINE) if not."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigurationError(f"{file}: the agent file does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigurationError(f"{file}: cannot read the agent file: {err}") from None
+    return parse_agent_file(text, file)
+
+
+def parse_agent_file(text: str, file: Path) -> AgentConfig:
+    """The agent file's text, validated (see `load_agent_file`)."""
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = " ".join(str(err.problem or err.context or "invalid YAML").split())
+        raise ConfigurationError(f"{file}{line}: not valid YAML: {problem}") from None
+    except yaml.YAMLError as err:
+        raise ConfigurationError(f"{file}: not valid YAML: {_one_line(str(err))}") from None
+    lines: dict[Path_, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{file}:{lines.get((), 1)}: the agent file must be a mapping")
+    try:
+        config = AgentConfig.model_validate(data)
+    except ValidationError as err:
+        raise _validation_error(err, file, lines, data) from None
+    config._file = file
+    config._lines = lines
+    return config
+
+
+def _collect_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
+    """Each part's line: a mapping entry's key line, a list item's own line."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = (*path, str(key.value))
+            lines[child] = key.start_mark.line + 1
+            _collect_lines(value, child, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_lines(item, (*path, index), lines)
+
+
+def _nearest_line(lines: Mapping[Path_, int], path: Sequence[str | int]) -> int | None:
+    for end in range(len(path), -1, -1):
+        line = lines.get(tuple(path[:end]))
+        if line is not None:
+            return line
+    return None
+
+
+def _validation_error(
+    err: ValidationError, file: Path, lines: Mapping[Path_, int], data: Any
+) -> ConfigurationError:
+    errors = err.errors()
+    first = errors[0]
+    path = _written_path(first["loc"], data)
+    line = _nearest_line(lines, path)
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "missing":
+        message = "a required key is missing"
+    elif first["type"] == "extra_forbidden":
+        message = "unknown key"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    where = f"{file}:{line}" if line is not None else str(file)
+    shown = _shown_path(path) or "the file"
+    return ConfigurationError(f"{where}: {shown}: {message}{more}")
+
+
+def _written_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
+    """The error's location as written in the file: pydantic's union tags (`mcp`,
+    `function-after[...]`) skipped, a missing key kept at the end."""
+    path: list[str | int] = []
+    node = data
+    for index, part in enumerate(loc):
+        written = isinstance(node, dict) and part in node
+        listed = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if written or listed:
+            node = node[part]
+        elif index == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str):
+            path.append(part)  # a missing key
+            break
+        else:
+            continue
+        path.append(part)
+    return path
+
+
+def _shown_path(path: Sequence[str | int]) -> str:
+    shown = ""
+    for part in path:
+        shown += f"[{part}]" if isinstance(part, int) else (f".{part}" if shown else part)
+    return shown
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- what the file names -------------------------------------------------------------------------
+
+
+def human_tool_names(config: AgentConfig) -> list[str]:
+    """The built-in human tools the file asks for, in the built-in order."""
+    wanted = set(config.human_tools)
+    return [name for name in BUILTIN_TOOLS if name in wanted]

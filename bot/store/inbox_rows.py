@@ -1,0 +1,78 @@
+"""The `inbox` table: interactions written before they are acked (bot/inbox.py).
+
+A row is inserted when a surface receives an interaction (its key: the signed request's, so a
+replay of the same request finds it there), marked applied once the interaction has been
+handed to the router (many at a time), and deleted some time after that. The mark is a
+compare-and-set that says which rows it marked, so that whoever applies a left-over row claims
+it first.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Executable, bindparam, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from bot.records import InboxEntry
+from bot.store.tables import inbox
+
+MARK_APPLIED = (
+    update(inbox)
+    .where(inbox.c.key.in_(bindparam("b_keys", expanding=True)), inbox.c.applied_at.is_(None))
+    .values(applied_at=bindparam("b_at"))
+    .returning(inbox.c.key)
+)
+UNAPPLIED = (
+    select(inbox.c.key, inbox.c.surface, inbox.c.payload, inbox.c.received_at)
+    .where(
+        inbox.c.applied_at.is_(None),
+        inbox.c.received_at < bindparam("before"),
+        inbox.c.surface == bindparam("surface"),
+    )
+    .order_by(inbox.c.received_at)
+    .limit(bindparam("limit"))
+)
+PRUNE = delete(inbox).where(inbox.c.applied_at < bindparam("before"))
+
+
+def insert_new(dialect: str) -> Executable:
+    """INSERT … ON CONFLICT (key) DO NOTHING, spelled per dialect: no row for a known key."""
+    dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement: Executable = dialect_insert(inbox).on_conflict_do_nothing(
+        index_elements=[inbox.c.key]
+    )
+    return statement
+
+
+def receive(
+    conn: Connection,
+    statement: Executable,
+    surface: str,
+    interactions: list[tuple[str, dict[str, Any] | None]],
+    now: datetime,
+) -> list[bool]:
+    new = []
+    for key, payload in interactions:
+        values = {
+            "key": key,
+            "surface": surface,
+            "payload": payload,
+            "received_at": now,
+            "applied_at": now if payload is None else None,
+        }
+        new.append(conn.execute(statement, values).rowcount == 1)
+    return new
+
+
+def mark_applied(conn: Connection, keys: list[str], now: datetime) -> list[str]:
+    return [row.key for row in conn.execute(MARK_APPLIED, {"b_keys": keys, "b_at": now})]
+
+
+def unapplied(conn: Connection, surface: str, before: datetime, limit: int) -> list[InboxEntry]:
+    values = {"surface": surface, "before": before, "limit": limit}
+    return [
+        InboxEntry(row.key, row.surface, row.payload or {}, row.received_at)
+        for row in conn.execute(UNAPPLIED, values)
+    ]
