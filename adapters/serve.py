@@ -129,7 +129,7 @@ async def build_service(settings: Settings) -> Service:
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=human.tools,
-            config=teams, router=router,
+            config=teams, router=router, grants=grants,
         )  # fmt: skip
     return service
 

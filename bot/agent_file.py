@@ -15,6 +15,8 @@ tools:
       # url: https://ops.example/mcp     # streamable HTTP, with headers: {...}
     approval: [deploy, rollback]  # tool names that need a person; true = all; absent = none
     redact: [password, token]     # argument keys shown as ••• (optional)
+    grant_minutes: 60             # "approve and allow here" lasts this long; 0 = not offered
+    grant_scope: [env]            # a grant covers only calls with the same values of these
   - python: mypackage.tools:restart_service   # a sync or async callable
     approval: true
 ```
@@ -97,6 +99,8 @@ class McpServerConfig(_Strict):
     name: Annotated[str | None, Field(min_length=1, max_length=100)] = None
     # auto: the newest protocol the server speaks; legacy: the 2025 initialize handshake
     protocol: Literal["auto", "legacy"] = "auto"
+    # how long a call may take, not counting the time a person takes to answer its questions
+    call_timeout_seconds: Annotated[float, Field(gt=0, le=24 * 3600)] = 300.0
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -137,8 +141,11 @@ Names = Annotated[tuple[Annotated[str, Field(min_length=1)], ...], BeforeValidat
 class _Source(_Strict):
     approval: Names = ()
     redact: tuple[Annotated[str, Field(min_length=1)], ...] = ()
+    # "Approve and allow here": for how long (0: not offered), scoped to which arguments' values
+    grant_minutes: Annotated[int, Field(ge=0, le=7 * 24 * 60)] = 60
+    grant_scope: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
-    @field_validator("redact", mode="before")
+    @field_validator("redact", "grant_scope", mode="before")
     @classmethod
     def _names(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value

@@ -106,7 +106,7 @@ class HumanTool:
     check_answer: AnswerCheck | None = None
 
     def definition(self) -> AITool:
-        schema = _inline_refs(self.arguments.model_json_schema())
+        schema = inline_refs(self.arguments.model_json_schema())
         return AITool(name=self.name, description=self.description, parameters=schema)
 
     def parse_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +141,7 @@ class HumanTool:
         return self.answer
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema with its `$defs` written in place, as the model is best shown it."""
     definitions = schema.pop("$defs", {})
 

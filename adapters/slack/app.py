@@ -46,25 +46,20 @@ from adapters.http_limits import (
 )
 from adapters.slack.conversations import Conversations
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
-from adapters.slack.messages import (
-    COMMAND_HELP,
-    grants_summary,
-    pending_summary,
-    revoked_notice,
-)
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
 from adapters.slack.surface import SlackSurface
-from adapters.slack.text import escape
+from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
-from bot.records import Grant, RequestStore
+from bot.commands import Commands, Place
+from bot.records import RequestStore
 from bot.requests.router import Router
-from bot.tools.grants import GrantError, Grants
+from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
-SLASH_COMMAND = "/hitl"
+SLASH_COMMAND = "/hitl"  # bot/commands.py answers it
 
 SLACK_API_URL = "https://slack.com/api/"
 
@@ -110,6 +105,7 @@ class SlackAdapter:
         self.store = store
         self.router = router
         self.grants = grants
+        self.commands = Commands(store, router.policy, grants, command=SLASH_COMMAND)
         self.bot_user_id = ""
         self._own_session = False
         self._work: set[asyncio.Task[None]] = set()
@@ -163,39 +159,12 @@ class SlackAdapter:
         return BoltResponse(status=503, body={"error": "internal error", "id": ident})
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
-        """/hitl [pending]: the requests waiting for an answer in this channel; /hitl grants:
-        the tools allowed to run unasked here; /hitl revoke <id>. Answered privately."""
-        channel = str(command.get("channel_id", ""))
+        """/hitl [pending | grants | revoke <id>] (bot/commands.py), answered privately."""
+        place = Place(f"{ROOM_PREFIX}{command.get('channel_id', '')}", ":")
         user = str(command.get("user_id", ""))
-        words = str(command.get("text") or "").split()
-        asked = words[0].lower() if words else "pending"
-        prefix = f"{ROOM_PREFIX}{channel}:"
-        if asked == "pending" and len(words) <= 1:
-            waiting = [r for r in await self.store.list_pending() if r.room_id.startswith(prefix)]
-            text = pending_summary(waiting)
-        elif asked in ("grants", "revoke") and self.grants is None:
-            text = "Tool grants are not kept by this bridge."
-        elif asked == "grants" and len(words) == 1 and self.grants is not None:
-            text = grants_summary(await self.grants.list(room_prefix=prefix))
-        elif asked == "revoke" and len(words) == 2 and self.grants is not None:
-            text = await self._revoke(words[1], user)
-        else:
-            text = COMMAND_HELP
+        lines = await self.commands.answer(str(command.get("text") or ""), place=place, user=user)
+        text = truncate("\n".join(line.render(SLACK) for line in lines), SECTION_TEXT)
         await ack(text=text, response_type="ephemeral")
-
-    async def _revoke(self, grant_id: str, user: str) -> str:
-        """Revoke a grant: its actor, whoever granted it, approvers and admins may."""
-        assert self.grants is not None
-        policy = self.router.policy
-
-        def allowed(grant: Grant) -> bool:
-            return user == grant.granted_by or policy.may_answer(user, grant.actor_id)
-
-        try:
-            grant = await self.grants.revoke(grant_id, by=user, allowed=allowed)
-        except GrantError as err:
-            return escape(f"Cannot revoke: {err}.")
-        return revoked_notice(grant)
 
     async def _on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()

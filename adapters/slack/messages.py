@@ -36,22 +36,17 @@ from adapters.slack.text import (
     BUTTON_TEXT,
     HEADER_TEXT,
     PLACEHOLDER,
-    SECTION_TEXT,
     SELECT_OPTIONS,
     SLACK,
     fit,
     length,
-    mention,
-    slack_date,
     truncate,
 )
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools import HumanTool
-from bot.records import Grant, RequestRecord
 from bot.requests.forms import FieldKind, Option
 from bot.requests.kinds import Control, Verb
 from bot.requests.view import RequestView, build_view
-from bot.tools.grants import shown_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,56 +159,3 @@ def _select(control: Control, options: Sequence[Option], request_id: str) -> Blo
         "placeholder": plain(fit(control.label, PLACEHOLDER - 1) + "…", PLACEHOLDER),
         "options": [select_option(o) for o in options[:SELECT_OPTIONS]],
     }
-
-
-# -- /hitl -------------------------------------------------------------------------------------
-
-
-def pending_summary(requests: Sequence[RequestRecord]) -> str:
-    """The /hitl reply: one line per open request (who must answer, what, until when)."""
-    if not requests:
-        return "Nothing is waiting for an answer in this channel."
-    lines = [f"{len(requests)} request(s) waiting for an answer:"]
-    for request in requests[:20]:
-        who = mention(request.actor_id) if request.actor_id else "anyone"
-        until = f", until {slack_date(request.expires_at)}" if request.expires_at else ""
-        lines.append(f"• {fit(request.tool_name, 100)} for {who}{until}")
-    if len(requests) > 20:
-        lines.append(f"… and {len(requests) - 20} more")
-    return truncate("\n".join(lines), SECTION_TEXT)
-
-
-# -- /hitl grants ------------------------------------------------------------------------------
-
-
-def grants_summary(grants: Sequence[Grant]) -> str:
-    """The /hitl grants reply: one line per live grant in the channel (which tool, for whom,
-    scoped to what, until when, granted by whom), and how to revoke one."""
-    if not grants:
-        return "No tool is allowed to run unasked in this channel."
-    lines = [f"{len(grants)} tool grant(s) in this channel:"]
-    for grant in grants[:20]:
-        who = mention(grant.actor_id) if grant.actor_id else "anyone"
-        scope = shown_scope(grant)
-        scoped = f" ({fit(scope, 200)})" if scope else ""
-        by = f", granted by {mention(grant.granted_by)}" if grant.granted_by else ""
-        lines.append(
-            f"• `{fit(grant.id, 40)}` {fit(grant.tool_name, 100)} for {who}{scoped}, "
-            f"until {slack_date(grant.expires_at)}{by}"
-        )
-    if len(grants) > 20:
-        lines.append(f"… and {len(grants) - 20} more")
-    lines.append("Revoke one with `/hitl revoke <id>`.")
-    return truncate("\n".join(lines), SECTION_TEXT)
-
-
-def revoked_notice(grant: Grant) -> str:
-    who = mention(grant.actor_id) if grant.actor_id else "anyone"
-    return f"Revoked `{fit(grant.id, 40)}`: {fit(grant.tool_name, 100)} asks {who} again."
-
-
-COMMAND_HELP = (
-    "`/hitl` or `/hitl pending`: the requests waiting in this channel. "
-    "`/hitl grants`: the tools allowed to run unasked here. "
-    "`/hitl revoke <id>`: revoke one."
-)

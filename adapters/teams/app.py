@@ -37,15 +37,17 @@ from microsoft_teams.common import ClientOptions
 from adapters.server import TEAMS_PATH
 from adapters.settings import Settings
 from adapters.teams.connector import Connector
-from adapters.teams.conversations import Conversations
+from adapters.teams.conversations import COMMAND, Conversations
 from adapters.teams.http_adapter import AiohttpAdapter, close_app, connector_client, new_app
 from adapters.teams.invokes import Invokes
 from adapters.teams.surface import People, TeamsSurface
 from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
 from bot.access import AnswerPolicy
+from bot.commands import Commands
 from bot.records import RequestStore
 from bot.requests.router import Router
+from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +117,11 @@ class TeamsAdapter:
         config: TeamsConfig,
         cloud: CloudEnvironment | None = None,
         router: Router | None = None,
+        grants: Grants | None = None,
     ) -> None:
         """`router` decides every answer (one per service, shared by its surfaces); without
-        one, the adapter builds its own from the store, the bridge, the policy and the tools."""
+        one, the adapter builds its own from the store, the bridge, the policy and the tools.
+        `grants` are listed and revoked with `@bridge hitl grants` (bot/commands.py)."""
         self.config = config
         self.http = AiohttpAdapter()
         # Explicit values only: with credentials, activities are always verified.
@@ -149,9 +153,11 @@ class TeamsAdapter:
             deciders=policy.approvers | policy.admins,
         )
         bridge.attach(self.surface)
+        commands = Commands(store, policy, grants, command=f"@hitl-bridge {COMMAND}")
         self.conversations = Conversations(
-            channel=channel, surface=self.surface, store=store, people=self.people
-        )
+            channel=channel, surface=self.surface, store=store, people=self.people,
+            commands=commands,
+        )  # fmt: skip
         self.router = router or Router(
             store=store, handler_for=bridge.handler_for, policy=policy, tools=tools
         )

@@ -16,8 +16,10 @@ from microsoft_teams.api.activities.message import MessageActivity
 from microsoft_teams.api.activities.utils.strip_mentions_text import StripMentionsTextOptions
 from pydantic import ValidationError
 
-from adapters.teams.surface import THREAD_MARK, People, TeamsRoom, TeamsSurface
+from adapters.teams.surface import PREFIX, THREAD_MARK, People, TeamsRoom, TeamsSurface
+from adapters.teams.text import PlainTextFormatter
 from bot import AIChannel
+from bot.commands import Commands, Place
 from bot.records import RequestStore, StoreUnavailableError
 from bot.turns import Post, Turns
 
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "channel"
 PERSONAL = "personal"
+COMMAND = "hitl"  # "@bridge hitl grants": the commands of bot/commands.py
 
 
 def room_of(message: MessageActivity) -> TeamsRoom:
@@ -67,11 +70,13 @@ class Conversations:
         surface: TeamsSurface,
         store: RequestStore,
         people: People,
+        commands: Commands,
     ) -> None:
         self.channel = channel
         self.surface = surface
         self.store = store
         self.people = people
+        self.commands = commands
         self._turns = Turns(channel)
 
     async def on_message(self, activity: dict[str, Any]) -> None:
@@ -95,7 +100,25 @@ class Conversations:
             return  # another delivery of this activity ran (or is running) already
         user = user_of(message)
         self.people.learn(user, message.from_.id, message.from_.name)
-        self._start_turn(room, user, text_of(message))
+        text = text_of(message)
+        word, _, rest = text.partition(" ")
+        if word.lower() in (COMMAND, f"/{COMMAND}"):
+            await self._command(room, user, rest)
+        else:
+            self._start_turn(room, user, text)
+
+    async def _command(self, room: TeamsRoom, user: str, text: str) -> None:
+        """A command's answer, in the conversation (Teams has no private reply to a bot
+        message: in a channel, everyone there sees it)."""
+        place = Place(f"{PREFIX}{room.base_id}", THREAD_MARK)
+        try:
+            lines = await self.commands.answer(text, place=place, user=user)
+        except StoreUnavailableError as err:
+            log.warning("a hitl command could not be answered: %s", err)
+            lines = []
+        fmt = PlainTextFormatter(self.people.name)
+        said = "\n".join(line.render(fmt) for line in lines)
+        await self.surface.post_text(room, said or "The bridge cannot read its records now.")
 
     def _start_turn(self, room: TeamsRoom, user: str, text: str) -> None:
         self._turns.start(room.room_id, user, text, self._poster(room))

@@ -175,3 +175,20 @@ class TeamsFormatter:
         if when.tzinfo is None:  # the core writes aware UTC; a naive one is taken as UTC too
             when = when.replace(tzinfo=UTC)
         return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+class PlainTextFormatter:
+    """A phrase in a plain-text message (`textFormat: plain`, where nothing is markup): its
+    words and names cleaned of control characters and bidi overrides, a moment in UTC."""
+
+    def __init__(self, name_of: Callable[[str], str | None] = lambda user_id: None) -> None:
+        self._name_of = name_of
+
+    def text(self, literal: str) -> str:
+        return clean(literal)
+
+    def person(self, user_id: str) -> str:
+        return clean(self._name_of(user_id) or user_id)
+
+    def moment(self, when: datetime) -> str:
+        return TeamsFormatter().moment(when)

@@ -17,12 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.arguments import form_fields, text_of, texts_of
-from bot.human_tools import BUILTIN_TOOLS, CollectUserDataArgs, HumanTool, data_form
+from bot.human_tools import CollectUserDataArgs, HumanTool, data_form
 from bot.requests.forms import FieldKind, Form, FormField, form_from_schema, numbered_options
 from bot.requests.wording import Phrase
-from bot.tools import approvals
-from bot.tools.approvals import GATE_TOOL
-from bot.tools.elicitation import ELICIT_INPUT, ELICIT_INPUT_TOOL
 
 Args = Mapping[str, Any]
 OPTION_SHOWN = 75  # the least of an option a control shows (Slack's button and menu text)
@@ -105,7 +102,7 @@ class Kind:
 # -- the built-in kinds ----------------------------------------------------------------------
 
 
-def _raw_facts(args: Args, answer: Any) -> list[Fact]:
+def raw_facts(args: Args, answer: Any) -> list[Fact]:
     """Any answer: a JSON object as facts, anything else as text."""
     if isinstance(answer, dict):
         return [Fact(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in answer.items()]
@@ -116,7 +113,7 @@ def _key_facts(key: str, label: str) -> Callable[[Args, Any], list[Fact]]:
     def facts(args: Args, answer: Any) -> list[Fact]:
         if isinstance(answer, dict) and isinstance(answer.get(key), str):
             return [Fact(label, answer[key])]
-        return _raw_facts(args, answer)
+        return raw_facts(args, answer)
 
     return facts
 
@@ -134,7 +131,7 @@ ASK = Kind(
 
 def _approval_facts(args: Args, answer: Any) -> list[Fact]:
     if not isinstance(answer, dict) or not isinstance(answer.get("approved"), bool):
-        return _raw_facts(args, answer)
+        return raw_facts(args, answer)
     facts = [Fact("Decision", "Approved" if answer["approved"] else "Declined")]
     reason = answer.get("reason")
     return [*facts, Fact("Reason", reason)] if isinstance(reason, str) and reason else facts
@@ -196,14 +193,19 @@ def _form_listing(args: Args) -> list[Fact]:
     return [Fact("Please fill in", "\n".join(lines))]
 
 
-def _form_answer_facts(args: Args, answer: Any) -> list[Fact]:
+def filled_facts(form: Form, args: Args, answer: Any) -> list[Fact]:
+    """A form's answer as facts, each value under its field's label."""
     if not isinstance(answer, dict):
-        return _raw_facts(args, answer)
-    labels = {f.name: f.label for f in _form_of(args).fields}
+        return raw_facts(args, answer)
+    labels = {f.name: f.label for f in form.fields}
     return [
         Fact(labels.get(str(k), str(k)), v if isinstance(v, str) else json.dumps(v))
         for k, v in answer.items()
     ]
+
+
+def _form_answer_facts(args: Args, answer: Any) -> list[Fact]:
+    return filled_facts(_form_of(args), args, answer)
 
 
 FORM = Kind(
@@ -237,7 +239,7 @@ def _upload_answer(
 
 def _upload_answer_facts(args: Args, answer: Any) -> list[Fact]:
     if not isinstance(answer, dict) or not isinstance(answer.get("fileName"), str):
-        return _raw_facts(args, answer)
+        return raw_facts(args, answer)
     size = answer.get("fileSize")
     sized = f" ({size:,} bytes)" if isinstance(size, int) and size else ""
     facts = [Fact("File", answer["fileName"] + sized)]
@@ -269,7 +271,7 @@ def _confirm_controls(args: Args) -> list[Control]:
 
 def _confirm_facts(args: Args, answer: Any) -> list[Fact]:
     if not isinstance(answer, dict) or not isinstance(answer.get("confirmed"), bool):
-        return _raw_facts(args, answer)
+        return raw_facts(args, answer)
     return [Fact("Decision", "Confirmed" if answer["confirmed"] else "Cancelled")]
 
 
@@ -344,167 +346,7 @@ def generic_kind(name: str, tool: HumanTool | None) -> Kind:
         facts=facts,
         controls=controls,
         answer=answer,
-        answer_facts=_raw_facts,
+        answer_facts=raw_facts,
         gist=lambda a: tool.description if tool is not None else "Your answer is needed.",
         replies=_answer_model(tool, {}) is None or _text_key(tool, {}) is not None,
     )
-
-
-def kind_of(tool_name: str, tool: HumanTool | None) -> Kind:
-    """The kind a request is shown and answered as: a built-in tool served as one (its own
-    models registered), or the generic kind (a custom tool, a tool declared by name only)."""
-    if tool is not None and BUILTIN_TOOLS.get(tool_name) is tool:
-        return BUILTIN_KINDS[tool_name]
-    if tool_name == ELICIT_INPUT and (tool is None or tool is ELICIT_INPUT_TOOL):
-        return ELICIT  # asked by an MCP server, not the model: no tool need be registered
-    if tool_name == GATE_TOOL:
-        return GATE  # asked by an approval gate, not the model: no tool is registered
-    return generic_kind(tool_name, tool)
-
-
-# -- an MCP server's elicitation (bot/tools/elicitation.py) -------------------------------------
-
-
-def _elicit_url(args: Args) -> str:
-    url = text_of(args, "url")
-    return url if args.get("mode") == "url" and url.startswith(("https://", "http://")) else ""
-
-
-def _elicit_host(url: str) -> str:
-    return url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-
-
-def _elicit_facts(args: Args) -> list[Fact]:
-    facts = [Fact("", text_of(args, "message"))]
-    server, tool = text_of(args, "server"), text_of(args, "tool")
-    if server:
-        facts.append(Fact("Asked by", f"{tool} ({server})" if tool else server))
-    url = _elicit_url(args)
-    if url:
-        facts.append(Fact("Link", url))
-        facts.append(
-            Fact(
-                "",
-                f"The link opens {_elicit_host(url)}, outside this chat: open it only if you "
-                "trust it, and press Done once you have finished there.",
-            )
-        )
-    return facts
-
-
-def _elicit_form(args: Args) -> Form:
-    schema = args.get("requested_schema")
-    return form_from_schema(
-        schema if isinstance(schema, Mapping) else {}, name="form", title="Your answer",
-        submit="Send",
-    )  # fmt: skip
-
-
-def _elicit_controls(args: Args) -> list[Control]:
-    if args.get("mode") == "url":
-        return [Control(Verb.CONFIRM, "Done", Style.PRIMARY)] if _elicit_url(args) else []
-    return [Control(Verb.SUBMIT, "Answer", Style.PRIMARY, _elicit_form(args))]
-
-
-def _elicit_answer_facts(args: Args, answer: Any) -> list[Fact]:
-    if args.get("mode") == "url":
-        return [Fact("Decision", "Done")]
-    if not isinstance(answer, dict):
-        return _raw_facts(args, answer)
-    labels = {f.name: f.label for f in _elicit_form(args).fields}
-    return [
-        Fact(labels.get(str(k), str(k)), v if isinstance(v, str) else json.dumps(v))
-        for k, v in answer.items()
-    ]
-
-
-ELICIT = Kind(
-    title=lambda a: "Open a link" if a.get("mode") == "url" else "Input needed",
-    facts=_elicit_facts,
-    controls=_elicit_controls,
-    answer=lambda verb, values, inputs, a: {} if verb is Verb.CONFIRM else dict(values),
-    answer_facts=_elicit_answer_facts,
-    gist=lambda a: text_of(a, "message"),
-)
-
-
-# -- an approval gate's request (bot/tools/gates.py, bot/tools/approvals.py) --------------------
-
-
-def _gate_facts(args: Args) -> list[Fact]:
-    request = approvals.read_request(args)
-    facts = [Fact("Tool", request.tool), Fact("", request.description)]
-    if not request.arguments:
-        return [*facts, Fact("Arguments", "none")]
-    return facts + [Fact(k, approvals.shown_value(v)) for k, v in request.arguments.items()]
-
-
-def gate_edit_form(args: Args) -> Form:
-    """The Edit form: the editable arguments, typed by the tool's schema, pre-filled with the
-    call's values (an object or a list as JSON text)."""
-    request = approvals.read_request(args)
-    return form_from_schema(
-        request.schema, name="edit", title="Edit the call", submit="Approve",
-        values=request.arguments,
-    )  # fmt: skip
-
-
-def _gate_controls(args: Args) -> list[Control]:
-    request = approvals.read_request(args)
-    controls = [Control(Verb.APPROVE, "Approve", Style.PRIMARY)]
-    if request.grant_seconds is not None:
-        granted = approvals.duration(request.grant_seconds)
-        label = f"Approve and allow {request.tool} here for {granted}"
-        controls.append(Control(Verb.GRANT, label))
-    form = gate_edit_form(args)
-    if form.fields:
-        controls.append(Control(Verb.EDIT, "Edit", form=form))
-    return controls
-
-
-def _gate_answer(
-    verb: Verb, values: Mapping[str, Any], inputs: Mapping[str, Any], a: Args
-) -> Payload:
-    if verb is Verb.EDIT:
-        edited = approvals.typed_edit(approvals.read_request(a).schema, values)
-        return approvals.Decision(arguments=edited).answer()
-    return approvals.Decision(grant=verb is Verb.GRANT).answer()
-
-
-def _gate_check(answer: Payload, args: Args) -> dict[str, str]:
-    try:
-        decision = approvals.read_decision(answer)
-    except ValueError as err:
-        return {"": str(err)}
-    if decision.arguments is None:
-        return {}
-    return approvals.edit_errors(approvals.read_request(args).schema, decision.arguments)
-
-
-def _gate_answer_facts(args: Args, answer: Any) -> list[Fact]:
-    try:
-        decision = approvals.read_decision(answer)
-    except ValueError:
-        return _raw_facts(args, answer)
-    request = approvals.read_request(args)
-    if decision.grant and request.grant_seconds is not None:
-        granted = approvals.duration(request.grant_seconds)
-        return [Fact("Decision", f"Approved, and allowed here for {granted}")]
-    facts = [Fact("Decision", "Approved")]
-    if decision.arguments is not None:
-        before = {k: v for k, v in request.arguments.items() if k in request.editable}
-        changes = approvals.edit_changes(before, decision.arguments)
-        facts.append(Fact("Edited", "\n".join(changes) or "no change"))
-    return facts
-
-
-GATE = Kind(
-    title=lambda a: f"Run {approvals.read_request(a).tool or 'a tool'}?",
-    facts=_gate_facts,
-    controls=_gate_controls,
-    answer=_gate_answer,
-    answer_facts=_gate_answer_facts,
-    gist=lambda a: approvals.read_request(a).description or approvals.read_request(a).tool,
-    severity=lambda a: "warning",
-    check=_gate_check,
-)

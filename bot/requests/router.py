@@ -25,8 +25,9 @@ from bot.human_input import HumanInputHandler
 from bot.human_tools import HumanTool
 from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError
 from bot.requests import wording
+from bot.requests.catalog import kind_of
 from bot.requests.forms import Form, FormResult, read_form
-from bot.requests.kinds import DECLINE, Control, Verb, kind_of
+from bot.requests.kinds import DECLINE, Control, Verb
 from bot.requests.wording import Phrase
 from bot.stored_requests import settled_record
 

@@ -13,7 +13,8 @@ from datetime import datetime
 from bot.arguments import answer_of
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools import HumanTool
-from bot.requests.kinds import DECLINE, Control, Fact, Kind, kind_of
+from bot.requests.catalog import kind_of
+from bot.requests.kinds import DECLINE, Control, Fact, Kind
 from bot.requests.wording import Phrase, status_line
 
 

@@ -46,9 +46,13 @@ class PlainFormatter:
 
 @dataclass(frozen=True, slots=True)
 class Phrase:
+    """A template whose `{name}` placeholders are people, moments or values (text someone
+    chose, never read as a template itself)."""
+
     template: str
     people: Mapping[str, str] = field(default_factory=dict)
     moments: Mapping[str, datetime] = field(default_factory=dict)
+    values: Mapping[str, str] = field(default_factory=dict)
 
     def render(self, fmt: Formatter) -> str:
         out: list[str] = []
@@ -58,6 +62,8 @@ class Phrase:
                 out.append(fmt.person(self.people[key]))
             elif key is not None and key in self.moments:
                 out.append(fmt.moment(self.moments[key]))
+            elif key is not None and key in self.values:
+                out.append(fmt.text(self.values[key]))
             elif part:
                 out.append(fmt.text(part))
         return "".join(out)

@@ -24,7 +24,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import (
@@ -43,6 +43,7 @@ from bot.records import (
 from bot.store import gate_rows, holds, inbox_rows, journal, request_rows, run_rows
 from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
 from bot.store.migrate import head_revision
+from bot.store.outages import first_line, unavailable
 from bot.store.request_rows import SETTLED_CHANNEL, record_of
 from bot.store.tables import count, every, execute, first
 
@@ -416,7 +417,7 @@ class SqlStore:
         except (DBAPIError, OSError) as err:
             if not unavailable(err):
                 raise
-            raise StoreUnavailableError(_first_line(err)) from err
+            raise StoreUnavailableError(first_line(err)) from err
 
 
 def _in_transaction(
@@ -428,32 +429,6 @@ def _in_transaction(
 ) -> T:
     with conn.begin():
         return body(conn, *args, **kwargs)
-
-
-# SQLSTATE classes and codes of a database that is there but cannot take the call right now:
-# connection exceptions, read-only transactions, insufficient resources (disk full, too many
-# connections), operator intervention (shutting down), system errors.
-_UNAVAILABLE_STATES = ("08", "25006", "53", "57", "58")
-
-
-def unavailable(err: BaseException) -> bool:
-    """Whether `err` says the database cannot be reached or written right now (rather than
-    that the call itself was wrong, like a constraint it broke)."""
-    if isinstance(err, OSError | OperationalError | InterfaceError):
-        return True
-    if isinstance(err, DBAPIError):
-        if err.connection_invalidated:
-            return True
-        state = getattr(err.orig, "sqlstate", None) or getattr(err.orig, "pgcode", None)
-        return isinstance(state, str) and state.startswith(_UNAVAILABLE_STATES)
-    return False
-
-
-def _first_line(err: BaseException) -> str:
-    """The driver's message without SQLAlchemy's SQL and parameters."""
-    cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
-    lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
 
 
 async def _nothing_to_stop() -> None:

@@ -56,7 +56,7 @@ from bot.tools.approvals import (
     read_request,
     request_arguments,
 )
-from bot.tools.grants import GRANT_SECONDS, Grants
+from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,15 @@ class ApprovalRule(Protocol):
     @property
     def redact(self) -> frozenset[str]: ...
 
-    # Optional: `grant_scope: frozenset[str]`, argument names a grant is scoped to the values
-    # of (read with getattr; a rule without it grants every call of the tool).
+    @property
+    def grant_scope(self) -> frozenset[str]:
+        """Argument names a grant is scoped to the values of (none: every call of the tool)."""
+        ...
+
+    @property
+    def grant_seconds(self) -> float:
+        """How long "approve and allow here" allows the tool (0: the control is not offered)."""
+        ...
 
 
 class ApprovalConfig(Protocol):
@@ -142,7 +149,6 @@ def approval_gate(
     runs: GateRunStore | None = None,
     grants: Grants | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
-    grant_seconds: float = GRANT_SECONDS,
 ) -> Gate:
     """The gate to give `build_tool_handler`: requests made on `handler` (the AI channel's, so
     its surfaces show them and its router answers them), runs claimed in `runs` (the store;
@@ -151,7 +157,7 @@ def approval_gate(
     def gate(inner: ToolHandler, tools: Mapping[str, AITool], config: Any) -> ToolHandler:
         return ToolGate(
             inner, tools, config.approval_for, handler=handler, runs=runs or MemoryGateRuns(),
-            grants=grants, timeout=timeout, grant_seconds=grant_seconds,
+            grants=grants, timeout=timeout,
         )  # fmt: skip
 
     return gate
@@ -171,7 +177,6 @@ class ToolGate:
     runs: GateRunStore = field(default_factory=MemoryGateRuns)
     grants: Grants | None = None
     timeout: float = DEFAULT_TIMEOUT_SECONDS
-    grant_seconds: float = GRANT_SECONDS
     lease_seconds: float = LEASE_SECONDS
     worker_id: str = ""
 
@@ -215,14 +220,14 @@ class ToolGate:
         self, name: str, arguments: Mapping[str, Any], rule: ApprovalRule, context: ToolCallContext
     ) -> dict[str, Any]:
         tool = self.tools[name]
-        offered = self.grants is not None and bool(context.room_id)
+        offered = self.grants is not None and bool(context.room_id) and rule.grant_seconds > 0
         return request_arguments(
             tool=name,
             description=tool.description,
             schema=tool.parameters,
             arguments=arguments,
             redact=rule.redact,
-            grant_seconds=self.grant_seconds if offered else None,
+            grant_seconds=rule.grant_seconds if offered else None,
         )
 
     def _call(self, name: str, arguments: dict[str, Any]) -> Run:
@@ -264,11 +269,11 @@ class ToolGate:
             before = {k: v for k, v in arguments.items() if k in editable}
             run_arguments = {**kept, **decision.arguments}
             edit = edit_line(by, edit_changes(before, decision.arguments))
-        if decision.grant and self.grants is not None and context.room_id:
+        if decision.grant and self.grants is not None and context.room_id and rule.grant_seconds:
             await self.grants.grant(
                 room_id=context.room_id, actor_id=context.actor_id, tool_name=name,
-                arguments=run_arguments, scope=getattr(rule, "grant_scope", None) or (),
-                redact=rule.redact, seconds=self.grant_seconds, granted_by=by,
+                arguments=run_arguments, scope=rule.grant_scope, redact=rule.redact,
+                seconds=rule.grant_seconds, granted_by=by,
                 request_id=request_id,
             )  # fmt: skip
         secrets_ = _secrets(run_arguments, rule.redact) | _secrets(arguments, rule.redact)

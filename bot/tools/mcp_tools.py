@@ -1,4 +1,4 @@
-"""Tools from MCP servers, through the official `mcp` SDK (the only module importing it).
+"""Tools from MCP servers, through the official `mcp` SDK (with mcp_wire.py, its plumbing).
 
 One `McpServerSource` per `mcp:` entry of the agent file: a server run over stdio (started with
 the bridge, stopped with it) or reached over streamable HTTP. It lists the server's tools (their
@@ -24,18 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
-import os
 import sys
-import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import httpx2
@@ -46,7 +42,6 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -55,6 +50,7 @@ from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.tool_context import ToolCallContext, current_tool_context
 from bot.tools import AITool
 from bot.tools.elicitation import ElicitInputArgs, ElicitOutcome, HumanElicitation
+from bot.tools.mcp_wire import StderrTail, connection_lost, reason, text_of_result, watched
 from bot.tools.sources import ToolSourceError
 
 log = logging.getLogger(__name__)
@@ -73,8 +69,21 @@ class _Call:
 
     tool: str
     context: ToolCallContext | None
+    timeout: float
     started: float = field(default_factory=time.monotonic)
     elicitations: set[asyncio.Task[Any]] = field(default_factory=set)
+    deadline: asyncio.Timeout | None = None
+
+    def asking(self, task: asyncio.Task[Any]) -> None:
+        """A question to a person began: the server's time stops while they answer."""
+        if not self.elicitations and self.deadline is not None:
+            self.deadline.reschedule(None)
+        self.elicitations.add(task)
+
+    def answered(self, task: asyncio.Task[Any]) -> None:
+        self.elicitations.discard(task)
+        if not self.elicitations and self.deadline is not None:
+            self.deadline.reschedule(asyncio.get_running_loop().time() + self.timeout)
 
 
 _in_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("mcp_call", default=None)
@@ -164,7 +173,7 @@ class McpServerSource:
             await asyncio.wait([task])
         error = None if task.cancelled() else task.exception()
         if error is not None:
-            log.error("%s did not close cleanly: %s", self.label, _reason(error))
+            log.error("%s did not close cleanly: %s", self.label, reason(error))
 
     async def _supervise(self) -> None:
         failures = 0
@@ -176,10 +185,10 @@ class McpServerSource:
             except Exception as err:
                 first = self._first
                 if first is not None and not first.done():
-                    said = f"{self.label} did not start: {_reason(err)}{self._said()}"
+                    said = f"{self.label} did not start: {reason(err)}{self._said()}"
                     first.set_exception(ToolSourceError(said))
                     return
-                log.warning("%s stopped: %s%s", self.label, _reason(err), self._said())
+                log.warning("%s stopped: %s%s", self.label, reason(err), self._said())
                 failures += 1
             if self._closing:
                 return
@@ -246,12 +255,12 @@ class McpServerSource:
                 command=command, args=[*args, *self.server.args], env=self.server.env or None,
                 cwd=cwd,
             )  # fmt: skip
-            errlog = stack.enter_context(_StderrTail(self.label, self._stderr))
-            return _watched(stdio_client(parameters, errlog=errlog), self._lost)
+            errlog = stack.enter_context(StderrTail(self.label, self._stderr))
+            return watched(stdio_client(parameters, errlog=errlog), self._lost)
         assert self.server.url is not None
         http = create_mcp_http_client(headers=dict(self.server.headers), timeout=HTTP_TIMEOUT)
         stack.push_async_callback(http.aclose)
-        return _watched(streamable_http_client(self.server.url, http_client=http), self._lost)
+        return watched(streamable_http_client(self.server.url, http_client=http), self._lost)
 
     async def _refresh(self, client: Client) -> None:
         tools: list[AITool] = []
@@ -283,7 +292,7 @@ class McpServerSource:
             try:
                 await self._refresh(client)
             except Exception as err:
-                log.warning("%s: listing its changed tools failed: %s", self.label, _reason(err))
+                log.warning("%s: listing its changed tools failed: %s", self.label, reason(err))
             else:
                 log.info("%s: its tools are now %s", self.label,
                          ", ".join(t.name for t in self._tools))  # fmt: skip
@@ -298,7 +307,7 @@ class McpServerSource:
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            log.info("%s: not following its list changes: %s", self.label, _reason(err))
+            log.info("%s: not following its list changes: %s", self.label, reason(err))
         finally:
             listening.set()
 
@@ -313,13 +322,19 @@ class McpServerSource:
         if not any(tool.name == name for tool in self._tools):
             raise UnservedToolCallError(name)
         client = await self._connection()
-        call = _Call(name, current_tool_context())
+        call = _Call(name, current_tool_context(), self.server.call_timeout_seconds)
         self._calls.add(call)
         token = _in_call.set(call)
         try:
-            result = await client.call_tool(name, arguments)
+            async with asyncio.timeout(call.timeout) as call.deadline:
+                result = await client.call_tool(name, arguments)
+        except TimeoutError:
+            raise ToolFailedError(
+                f"{self.label} did not answer the call to '{name}' within "
+                f"{call.timeout:g} s; it was cancelled, and may or may not have taken effect"
+            ) from None
         except MCPError as err:
-            if _connection_lost(err):
+            if connection_lost(err):
                 self._lost.set()
                 raise ToolFailedError(
                     f"{self.label} stopped during the call to '{name}' ({err.message}); it is "
@@ -330,14 +345,14 @@ class McpServerSource:
         except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as err:
             self._lost.set()
             raise ToolFailedError(
-                f"{self.label} could not be reached for '{name}': {_reason(err)}"
+                f"{self.label} could not be reached for '{name}': {reason(err)}"
             ) from None
         finally:
             _in_call.reset(token)
             self._calls.discard(call)
             for task in call.elicitations:
                 task.cancel()
-        text = _text_of(result)
+        text = text_of_result(result)
         if result.is_error:
             raise ToolFailedError(text or f"Tool '{name}' failed")
         return text
@@ -383,12 +398,12 @@ class McpServerSource:
             return types.ElicitResult(action="cancel")
         task = asyncio.current_task()
         if task is not None:
-            call.elicitations.add(task)
+            call.asking(task)
         try:
             outcome: ElicitOutcome = await self.elicitation.ask(call.context, request)
         finally:
             if task is not None:
-                call.elicitations.discard(task)
+                call.answered(task)
         return types.ElicitResult(action=outcome.action, content=outcome.content)
 
     def _call_in_flight(self) -> _Call | None:
@@ -403,105 +418,3 @@ class McpServerSource:
                         "it cannot be told whose", self.label)  # fmt: skip
             return None
         return max(calls, key=lambda c: c.started)
-
-
-def _connection_lost(err: MCPError) -> bool:
-    """Whether an error means the connection is gone (not that the call was refused)."""
-    if err.code == types.CONNECTION_CLOSED:
-        return True
-    return err.code in (types.INTERNAL_ERROR, types.INVALID_REQUEST) and err.message in (
-        "Server returned an error response",
-        "Session terminated",
-    )
-
-
-def _text_of(result: types.CallToolResult) -> str:
-    """A tool result as the model reads it: its text, other content named."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, types.ImageContent | types.AudioContent):
-            parts.append(f"[{block.type}: {block.mime_type}]")
-        elif isinstance(block, types.ResourceLink):
-            parts.append(f"[resource: {block.uri}]")
-        elif isinstance(block, types.EmbeddedResource):
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            parts.append(text if isinstance(text, str) else f"[resource: {resource.uri}]")
-    text = "\n".join(parts)
-    if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False)
-    return text
-
-
-def _reason(err: BaseException) -> str:
-    """One line for an error, through the task groups' exception groups."""
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    if isinstance(err, MCPError):
-        return err.message
-    if isinstance(err, OSError) and err.strerror:
-        return f"{err.strerror}: {err.filename}" if err.filename else err.strerror
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
-
-
-@contextlib.asynccontextmanager
-async def _watched(transport: Transport, lost: asyncio.Event) -> AsyncIterator[Any]:
-    """The transport's streams, with its read stream's end setting `lost`."""
-    async with transport as (read, write):
-        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-
-        async def pump() -> None:
-            try:
-                async with send:
-                    async for item in read:
-                        await send.send(item)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                pass
-            finally:
-                lost.set()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(pump)
-            try:
-                yield receive, write
-            finally:
-                group.cancel_scope.cancel()
-                receive.close()
-
-
-class _StderrTail:
-    """A stdio server's stderr: logged at INFO, its last lines kept for messages about it."""
-
-    def __init__(self, label: str, lines: deque[str]) -> None:
-        self.label = label
-        self.lines = lines
-        self._writer: TextIO | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> TextIO:
-        read_fd, write_fd = os.pipe()
-        reader = open(read_fd, encoding="utf-8", errors="replace")  # the thread's
-        self._writer = open(write_fd, "w", encoding="utf-8")  # closed on exit
-        self._thread = threading.Thread(
-            target=self._read, args=(reader,), name=f"stderr of {self.label}", daemon=True
-        )
-        self._thread.start()
-        return self._writer
-
-    def __exit__(self, *exc: object) -> None:
-        # The server has its own copy of the pipe's end: ours goes, the reader ends when the
-        # server's does (it exited).
-        if self._writer is not None:
-            self._writer.close()
-        if self._thread is not None:  # its last lines, for a message about why it stopped
-            self._thread.join(timeout=0.5)
-
-    def _read(self, reader: TextIO) -> None:
-        with reader:
-            for line in reader:
-                text = line.rstrip("\n")
-                self.lines.append(text)
-                log.info("%s: %s", self.label, text)

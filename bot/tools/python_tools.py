@@ -22,6 +22,7 @@ from pydantic_core import to_jsonable_python
 
 from bot.agent_file import TOOL_NAME, AgentConfig, PythonSourceConfig
 from bot.errors import ToolRefusedError, UnservedToolCallError
+from bot.human_tools import inline_refs
 from bot.tools import AITool
 from bot.tools.sources import result_text
 
@@ -41,7 +42,7 @@ class PythonTool:
             # an object with an async __call__
             not inspect.isroutine(function) and inspect.iscoroutinefunction(type(function).__call__)
         )
-        schema = _inline_refs(self.arguments.model_json_schema())
+        schema = inline_refs(self.arguments.model_json_schema())
         schema.pop("title", None)
         about = description or inspect.getdoc(function) or ""
         self.definition = AITool(self.name, about, schema)
@@ -131,23 +132,6 @@ class PythonToolSource:
 
     async def close(self) -> None:
         return None
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    definitions = schema.pop("$defs", {})
-
-    def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return inline(definitions[ref.removeprefix("#/$defs/")])
-            return {key: inline(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [inline(item) for item in node]
-        return node
-
-    result: dict[str, Any] = inline(schema)
-    return result
 
 
 def _brief(err: ValidationError) -> str:

@@ -27,6 +27,7 @@ from bot.errors import UnservedToolCallError
 from bot.human_tools import BUILTIN_TOOLS
 from bot.tools import AITool, ToolHandler
 from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
+from bot.tools.grants import GRANT_SECONDS
 from bot.tools.mcp_tools import McpServerSource
 from bot.tools.python_tools import PythonToolSource
 from bot.tools.sources import ToolSource
@@ -36,11 +37,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRule:
-    """What the agent file says of one tool: whether a person approves each call first, and
-    which argument keys are shown masked (•••) to people."""
+    """What the agent file says of one tool: whether a person approves each call first, which
+    argument keys are shown masked (•••) to people, and what "approve and allow here" allows
+    (for how long; scoped to which arguments' values)."""
 
     needs_approval: bool
     redact: frozenset[str]
+    grant_seconds: float = GRANT_SECONDS
+    grant_scope: frozenset[str] = frozenset()
 
 
 Gate = Callable[[ToolHandler, Mapping[str, AITool], "AgentTools"], ToolHandler]
@@ -151,7 +155,10 @@ class AgentTools:
             return None
         entry = self.config.tools[served[1]]
         needs = entry.approve_all or tool_name in entry.approval_names
-        return ApprovalRule(needs_approval=needs, redact=frozenset(entry.redact))
+        return ApprovalRule(
+            needs_approval=needs, redact=frozenset(entry.redact),
+            grant_seconds=entry.grant_minutes * 60.0, grant_scope=frozenset(entry.grant_scope),
+        )  # fmt: skip
 
     async def call(self, name: str, arguments: dict[str, Any]) -> str:
         """Run a tool on the source serving it; UnservedToolCallError for any other name."""

@@ -327,7 +327,7 @@ async def test_the_same_payloads_well_formed_are_served(served: Served) -> None:
     command = {"command": "/hitl", "text": "pending", "channel_id": CHANNEL, "user_id": ALICE}
     status, text = await served.slack_raw(urlencode(command).encode(), FORM)
     assert status == 200
-    assert "Nothing is waiting for an answer in this channel." in text
+    assert "Nothing is waiting for an answer in this conversation." in text
 
 
 async def test_an_unhandled_request_is_one_line(

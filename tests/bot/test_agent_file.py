@@ -174,3 +174,10 @@ def test_not_a_mapping(tmp_path: Path) -> None:
 def test_a_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nowhere.yaml"
     assert error_of(path) == f"{path}: the agent file does not exist"
+
+
+def test_a_grant_longer_than_a_week(tmp_path: Path) -> None:
+    path = written(tmp_path, "tools:\n  - mcp: {command: ops}\n    grant_minutes: 20000\n")
+    assert error_of(path) == (
+        f"{path}:3: tools[0].grant_minutes: Input should be less than or equal to 10080"
+    )

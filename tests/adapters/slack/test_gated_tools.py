@@ -159,14 +159,14 @@ async def slash(env: Env, text: str, *, user: str = ALICE) -> str:
 async def test_a_grant_is_listed_used_and_revoked_with_the_slash_command(
     env: Env, runs: list[dict[str, Any]]
 ) -> None:
-    assert await slash(env, "grants") == "No tool is allowed to run unasked in this channel."
+    assert await slash(env, "grants") == "No tool is allowed to run unasked in this conversation."
     thread, message = await asked(env, CALL)
     await env.click(message, "hitl_grant")
     await outcome_shown(env, message, "allowed here for 1 hour", "ok")
     assert (await thread.reply())["text"] == FINAL
 
     listed = await slash(env, "grants")
-    assert listed.startswith("1 tool grant(s) in this channel:")
+    assert listed.startswith("1 tool grant(s) here:")
     assert f"deploy for <@{ALICE}>" in listed and f"granted by <@{ALICE}>" in listed
     slack = env.server.service.slack
     assert slack is not None and slack.grants is not None

@@ -14,6 +14,7 @@ import pytest
 from tests.adapters import gated_tools
 from tests.adapters.teams.conftest import (
     ALICE,
+    STRANGER,
     Chat,
     Env,
     StartEnv,
@@ -100,3 +101,36 @@ async def test_a_gated_call_is_edited_on_the_card(env: Env, runs: list[dict[str,
         "deployed api to staging (3 replicas)"
     )
     assert runs == [{"service": "api", "env": "staging", "token": TOKEN, "replicas": 3}]
+
+
+async def test_a_grant_is_listed_used_and_revoked_with_the_hitl_command(
+    env: Env, runs: list[dict[str, Any]]
+) -> None:
+    chat, activity_id, live = await asked(env)
+    await chat.invoke("hitl_grant", request_id_of(live))
+    await chat.settled(activity_id, "Outcome")
+    assert await chat.reply() == FINAL
+
+    await env.say("hitl grants")
+    listed = await chat.reply(2)
+    (grant,) = await env.store.list_grants()
+    assert listed.startswith("1 tool grant(s) here:")
+    assert f"`{grant.id}` deploy for {ALICE.name}" in listed
+    assert f"granted by {ALICE.name}" in listed
+    assert "Revoke one with `@hitl-bridge hitl revoke <id>`." in listed
+
+    # Alice's next deploy here runs unasked.
+    env.model.script(reply_tool_use("deploy", CALL), reply_text(FINAL))
+    await env.say("once more please")
+    assert await chat.reply(3) == FINAL and len(runs) == 2
+
+    await env.say(f"hitl revoke {grant.id}", user=STRANGER)
+    assert await chat.reply(4) == f"Cannot revoke: you may not revoke grant {grant.id}."
+    await env.say(f"hitl revoke {grant.id}")
+    assert await chat.reply(5) == f"Revoked `{grant.id}`: deploy asks {ALICE.name} again."
+    await env.say("hitl grants")
+    assert await chat.reply(6) == "No tool is allowed to run unasked in this conversation."
+    await env.say("hitl")
+    assert await chat.reply(7) == "Nothing is waiting for an answer in this conversation."
+    audit = {e.action for e in await env.store.list_audit(limit=200)}
+    assert {"grant.created", "grant.used", "grant.revoked"} <= audit

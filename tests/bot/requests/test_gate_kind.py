@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from bot.errors import AnswerInvalidError
+from bot.requests.asked_kinds import GATE, gate_edit_form
+from bot.requests.catalog import kind_of
 from bot.requests.forms import read_form
-from bot.requests.kinds import GATE, Verb, gate_edit_form, kind_of
+from bot.requests.kinds import Verb
 from bot.tools.approvals import (
     GATE_TOOL,
     check_answer,

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from bot.human_tools import BUILTIN_TOOLS, HumanTool
+from bot.requests.catalog import kind_of
 from bot.requests.forms import read_form
-from bot.requests.kinds import OPTION_SHOWN, Verb, kind_of
+from bot.requests.kinds import OPTION_SHOWN, Verb
 
 
 class Note(BaseModel):

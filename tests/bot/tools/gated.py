@@ -74,6 +74,7 @@ class Rule:
     needs_approval: bool = True
     redact: frozenset[str] = frozenset({"token"})
     grant_scope: frozenset[str] = frozenset()
+    grant_seconds: float = 3600.0
 
 
 @dataclass

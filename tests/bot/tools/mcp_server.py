@@ -5,7 +5,8 @@ streamable HTTP on loopback.
 Its tools: echo, add, fail (an error result), grow (adds a tool and says the list changed),
 crash (the process dies mid-call), ask (a form elicitation, either protocol generation),
 ask_legacy (a form elicitation sent as its own request, 2025 protocol only), open_link (a URL
-elicitation, 2025 protocol only) and header (an HTTP header of the call).
+elicitation, 2025 protocol only), header (an HTTP header of the call), slow (answers after a
+while) and ask_slowly (asks, then takes a while).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 from typing import Annotated, Literal
 
+import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -71,6 +73,19 @@ def build_server() -> MCPServer:
         else:
             await ctx.session.send_tool_list_changed()
         return "grown"
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Answers after `seconds`."""
+        await anyio.sleep(seconds)
+        return "done"
+
+    @server.tool()
+    async def ask_slowly(service: str, seconds: float, ctx: Context) -> str:
+        """Asks (2025 protocol), then takes `seconds` before it answers."""
+        answer = _outcome(await ctx.elicit(f"Details for {service}?", Release))
+        await anyio.sleep(seconds)
+        return answer
 
     @server.tool()
     def crash() -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.agent_file import load_agent_file
+from bot.errors import ToolFailedError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.requests.forms import FieldKind
 from bot.requests.kinds import Verb
@@ -222,3 +223,20 @@ async def test_elicitation_is_declared_in_the_client_s_capabilities(protocol: st
         assert await source.call("can_elicit", {}) == "form,url"
     async with started(stdio(protocol)) as source:  # nobody to ask: not declared
         assert await source.call("can_elicit", {}) == "none"
+
+
+async def test_a_person_s_time_to_answer_does_not_count_against_the_call_s_timeout() -> None:
+    handler = HumanInputHandler()
+
+    async def slowly(person: Person, view: RequestView) -> None:
+        await asyncio.sleep(1.0)  # twice the server's whole budget
+        await fill_in(person, view)
+
+    Person(handler, slowly)
+    elicitation = HumanElicitation(handler, timeout=10)
+    async with started(stdio("legacy", call_timeout_seconds=0.5), elicitation) as source:
+        # The server's own time (0.2 s) is within its budget; the person's second is not its.
+        answer = await call(source, "ask_slowly", service="payments-api", seconds=0.2)
+        assert answer == accepted(RELEASE)
+        with pytest.raises(ToolFailedError, match=r"within 0\.5 s"):  # its own time is counted
+            await call(source, "ask_slowly", service="payments-api", seconds=5)

@@ -18,7 +18,7 @@ import pytest
 from bot.errors import ToolRefusedError
 from bot.records import Grant
 from bot.requests.kinds import Verb
-from bot.requests.router import Settled
+from bot.requests.router import Invalid, Refused, Settled
 from bot.requests.view import build_view
 from bot.tools.grants import DIGEST, GrantError, Grants, covers, digest, scope_of, shown_scope
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
@@ -210,3 +210,31 @@ def test_a_redacted_value_is_scoped_by_its_digest() -> None:
     sly = scope_of({"env": digest("x")}, ["env"], [])
     assert covers(Grant("g-2", ROOM, ACTOR, "deploy", sly, now, now, None), {"env": digest("x")})
     assert not covers(Grant("g-2", ROOM, ACTOR, "deploy", sly, now, now, None), {"env": "x"})
+
+
+async def test_a_rule_sets_how_long_a_grant_lasts_or_offers_none(
+    database: Database,  # noqa: F811
+    tool: Deployer,
+    clock: Clock,
+) -> None:
+    rules = Rules({"deploy": Rule(grant_seconds=1800.0), "echo": Rule(grant_seconds=0.0)})
+    started = await start_worker(database, "worker-c", tool, rules=rules, clock=clock,
+                                 migrate=True)  # fmt: skip
+    try:
+        await grant_by_approval(started, "toolu_1")
+        (grant,) = await grants_of(started, clock).list()
+        assert grant.expires_at - grant.created_at == timedelta(minutes=30)
+        assert grant.arguments == {}  # no scope: every call of the tool, here, by this actor
+        controls = [c.label for c in build_view(executing(started.heard)[0]).controls]
+        assert "Approve and allow deploy here for 30 minutes" in controls
+
+        task = started.call({"text": "hi"}, call_id="toolu_2", tool="echo")
+        asked = await started.asked(2)
+        labels = [c.label for c in build_view(asked).controls]
+        assert labels == ["Approve", "Edit", "Decline"]
+        assert isinstance(await started.answer(asked.pending_id, Verb.GRANT), Refused | Invalid)
+        await started.answer(asked.pending_id, Verb.APPROVE)
+        assert await within(task) == "hi"
+        assert len(await grants_of(started, clock).list()) == 1
+    finally:
+        await started.close()

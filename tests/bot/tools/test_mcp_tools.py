@@ -148,3 +148,14 @@ async def test_an_unreachable_http_server_is_named() -> None:
         async with started(http("http://127.0.0.1:9/mcp"), start_timeout=5):
             pass
     assert str(failed.value).startswith("MCP server `http://127.0.0.1:9/mcp` did not start: ")
+
+
+async def test_a_call_that_takes_too_long_is_cancelled_and_said_so() -> None:
+    async with started(stdio(call_timeout_seconds=0.5)) as source:
+        with pytest.raises(ToolFailedError) as failed:
+            await source.call("slow", {"seconds": 30})
+        assert str(failed.value) == (
+            f"{source.label} did not answer the call to 'slow' within 0.5 s; it was "
+            "cancelled, and may or may not have taken effect"
+        )
+        assert await source.call("echo", {"text": "still here"}) == "still here"

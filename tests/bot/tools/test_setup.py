@@ -52,6 +52,23 @@ async def test_each_tool_s_rule_comes_from_its_source_s_entry(tmp_path: Path) ->
         await tools.close()
 
 
+async def test_a_source_s_entry_sets_what_its_grants_allow(tmp_path: Path) -> None:
+    config = agent_file(tmp_path, f"  - python: {MODULE}:restart_service\n    approval: true\n"
+                        "    grant_minutes: 15\n    grant_scope: service\n"
+                        f"  - python: {MODULE}:measure_load\n    grant_minutes: 0\n")  # fmt: skip
+    tools = AgentTools.from_config(config)
+    await tools.start()
+    try:
+        assert tools.approval_for("restart_service") == ApprovalRule(
+            True, frozenset(), grant_seconds=900.0, grant_scope=frozenset({"service"})
+        )
+        assert tools.approval_for("measure_load") == ApprovalRule(
+            False, frozenset(), grant_seconds=0.0
+        )
+    finally:
+        await tools.close()
+
+
 async def test_an_unknown_name_under_approval_is_an_error_at_its_line(tmp_path: Path) -> None:
     config = agent_file(tmp_path, mcp_entry("    approval:\n      - add\n      - deplyo\n"))
     tools = AgentTools.from_config(config)

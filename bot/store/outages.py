@@ -1,0 +1,31 @@
+"""Which database errors mean "the database cannot take this call right now" (an outage the
+caller reports as unavailable) rather than "this call was wrong"."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+# SQLSTATE classes and codes of a database that is there but cannot take the call right now:
+# connection exceptions, read-only transactions, insufficient resources (disk full, too many
+# connections), operator intervention (shutting down), system errors.
+_UNAVAILABLE_STATES = ("08", "25006", "53", "57", "58")
+
+
+def unavailable(err: BaseException) -> bool:
+    """Whether `err` says the database cannot be reached or written right now (rather than
+    that the call itself was wrong, like a constraint it broke)."""
+    if isinstance(err, OSError | OperationalError | InterfaceError):
+        return True
+    if isinstance(err, DBAPIError):
+        if err.connection_invalidated:
+            return True
+        state = getattr(err.orig, "sqlstate", None) or getattr(err.orig, "pgcode", None)
+        return isinstance(state, str) and state.startswith(_UNAVAILABLE_STATES)
+    return False
+
+
+def first_line(err: BaseException) -> str:
+    """The driver's message without SQLAlchemy's SQL and parameters."""
+    cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__

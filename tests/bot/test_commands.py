@@ -1,0 +1,115 @@
+"""bot/commands.py: the `hitl` commands on a real store, their phrases written plainly."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.access import AnswerPolicy
+from bot.commands import LISTED, Commands, Place
+from bot.records import RequestRecord
+from bot.store import SqlStore, open_store
+from bot.tools.grants import Grants
+
+HERE = Place("slack:C1", ":")
+ACTOR, ADMIN, STRANGER = "U0ACTOR", "U0ADMIN", "U0STRANGER"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
+    opened = await open_store(f"sqlite+aiosqlite:///{tmp_path / 'commands.db'}")
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def commands(store: SqlStore) -> Commands:
+    return Commands(store, AnswerPolicy(admins=frozenset({ADMIN})), Grants(store))
+
+
+async def said(commands: Commands, text: str, user: str = ACTOR, place: Place = HERE) -> str:
+    return "\n".join(p.plain for p in await commands.answer(text, place=place, user=user))
+
+
+def request(request_id: str, room_id: str, tool_name: str = "requestApproval") -> RequestRecord:
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    return RequestRecord(
+        id=request_id, tool_name=tool_name, arguments={}, room_id=room_id,
+        tool_call_id=f"toolu_{request_id}", channel_id="agent", channel_type="ai",
+        actor_id=ACTOR, detached=False, created_at=now, expires_at=now + timedelta(hours=1),
+    )  # fmt: skip
+
+
+def test_a_place_holds_its_conversation_and_its_threads_only() -> None:
+    assert HERE.holds("slack:C1") and HERE.holds("slack:C1:1712.0001")
+    assert not HERE.holds("slack:C12:1712.0001") and not HERE.holds("slack:C")
+    teams = Place("teams:19:abc@thread.tacv2", ";messageid=")
+    assert teams.holds("teams:19:abc@thread.tacv2;messageid=17")
+    assert not teams.holds("teams:19:abc@thread.tacv2x")
+
+
+async def test_pending_lists_what_waits_here_and_only_here(
+    store: SqlStore, commands: Commands
+) -> None:
+    assert await said(commands, "") == "Nothing is waiting for an answer in this conversation."
+    await store.create_request(request("r1", "slack:C1:1.0"))
+    await store.create_request(request("r2", "slack:C2:1.0"))
+    # A chosen name is a value: braces in it are never read as a placeholder.
+    await store.create_request(request("r3", "slack:C1:2.0", tool_name="ask{actor}"))
+    listed = await said(commands, "pending")
+    assert listed.splitlines()[0] == "2 request(s) waiting for an answer:"
+    assert f"• requestApproval for {ACTOR}, until 2026-12-01 10:00 UTC" in listed
+    assert f"• ask{{actor}} for {ACTOR}" in listed
+
+
+async def test_a_long_list_is_cut_with_a_count_of_the_rest(
+    store: SqlStore, commands: Commands
+) -> None:
+    for n in range(LISTED + 3):
+        await store.create_request(request(f"r{n}", f"slack:C1:{n}.0"))
+    lines = (await said(commands, "pending")).splitlines()
+    assert len(lines) == 1 + LISTED + 1 and lines[-1] == "… and 3 more"
+
+
+async def test_grants_listed_and_revoked_by_who_may(store: SqlStore, commands: Commands) -> None:
+    grants = Grants(store)
+    made = await grants.grant(
+        room_id="slack:C1:1.0", actor_id=ACTOR, tool_name="deploy",
+        arguments={"env": "prod"}, scope=["env"], granted_by=ACTOR, request_id="r1",
+    )  # fmt: skip
+    await grants.grant(
+        room_id="slack:C2:1.0", actor_id=ACTOR, tool_name="deploy", arguments={},
+        granted_by=ACTOR, request_id="r2",
+    )  # fmt: skip
+    listed = (await said(commands, "grants")).splitlines()
+    assert listed[0] == "1 tool grant(s) here:"
+    assert listed[1].startswith(f"• `{made.id}` deploy for {ACTOR} (env=prod), until ")
+    assert listed[1].endswith(f", granted by {ACTOR}")
+    assert listed[2] == "Revoke one with `/hitl revoke <id>`."
+
+    refused = await said(commands, f"revoke {made.id}", user=STRANGER)
+    assert refused == f"Cannot revoke: you may not revoke grant {made.id}."
+    assert await said(commands, f"revoke {made.id}", user=ADMIN) == (
+        f"Revoked `{made.id}`: deploy asks {ACTOR} again."
+    )
+    assert await said(commands, f"revoke {made.id}", user=ADMIN) == (
+        f"Cannot revoke: grant {made.id} was revoked already."
+    )
+    assert await said(commands, "grants") == (
+        "No tool is allowed to run unasked in this conversation."
+    )
+
+
+async def test_anything_else_is_the_usage(store: SqlStore) -> None:
+    commands = Commands(store, AnswerPolicy(), None, command="@hitl-bridge hitl")
+    usage = await said(commands, "help me")
+    assert usage.splitlines() == [
+        "`@hitl-bridge hitl` or `@hitl-bridge hitl pending`: the requests waiting in this "
+        "conversation.",
+        "`@hitl-bridge hitl grants`: the tools allowed to run unasked here.",
+        "`@hitl-bridge hitl revoke <id>`: revoke one.",
+    ]
+    assert await said(commands, "revoke x") == "Tool grants are not kept by this bridge."
