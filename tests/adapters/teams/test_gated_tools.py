@@ -5,13 +5,12 @@ approved or edited with an `adaptiveCard/action` invoke, and the call runs once 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.adapters import gated_tools
+from tests.adapters.gated_tools import CALL, FINAL, TOKEN, agent_file
 from tests.adapters.teams.conftest import (
     ALICE,
     STRANGER,
@@ -26,29 +25,12 @@ from tests.adapters.teams.conftest import (
 )
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
-FINAL = "Deployed."
-TOKEN = "s3cr3t-t0ken-value"
-CALL = {"service": "api", "env": "production", "token": TOKEN, "replicas": 1}
-AGENT_FILE = """\
-tools:
-  - python: tests.adapters.gated_tools:deploy
-    approval: [deploy]
-    redact: [token]
-"""
-
-
-@pytest.fixture(autouse=True)
-def runs() -> Iterator[list[dict[str, Any]]]:
-    gated_tools.RUNS.clear()
-    yield gated_tools.RUNS
-    gated_tools.RUNS.clear()
+pytestmark = pytest.mark.usefixtures("runs")  # the runs of `deploy`, per test
 
 
 @pytest.fixture
 async def env(start_env: StartEnv, tmp_path: Path) -> Env:
-    agent = tmp_path / "agent.yaml"
-    agent.write_text(AGENT_FILE)
-    return await start_env(HITL_AGENT_FILE=str(agent))
+    return await start_env(**agent_file(tmp_path))
 
 
 async def asked(env: Env) -> tuple[Chat, str, dict[str, Any]]:
