@@ -1,4 +1,4 @@
-"""The `hitl-bridge` command: demo, serve, db, pending, audit, grants.
+"""The `hitl-bridge` command: demo, serve, db, pending, audit, grants, tokens.
 
 A failure is one line on stderr naming its cause and its fix, with exit status 2 for
 configuration and 1 otherwise (adapters/startup.py); `--debug` adds the traceback. Everything
@@ -76,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     revoke = grant_actions.add_parser("revoke", parents=[common], help="revoke a grant now")
     revoke.add_argument("id", help="the grant's id (from `hitl-bridge grants list`)")
     audit.add_argument("--limit", type=int, default=50, help="how many lines (default 50)")
+    tokens = commands.add_parser(
+        "tokens", parents=[common], help="bearer tokens of the HTTP API and the MCP server"
+    )
+    token_actions = tokens.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    create = token_actions.add_parser("create", parents=[common], help="make one, shown once")
+    create.add_argument("--name", required=True, help="who uses it (the audit log's requester)")
+    token_actions.add_parser("list", parents=[common], help="every token, live or revoked")
+    drop = token_actions.add_parser("revoke", parents=[common], help="refuse it from now on")
+    drop.add_argument("name", help="the token's name")
     return parser
 
 
@@ -128,6 +137,14 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         return await _print_audit(settings, args.request, args.limit)
     if args.command == "grants":
         return await _grants(settings, args)
+    if args.command == "tokens":
+        from adapters.token_commands import run_tokens
+
+        store = await _migrated_store(settings)
+        try:
+            return await run_tokens(store, args, _operator())
+        finally:
+            await store.close()
     return await _print_pending(settings)
 
 

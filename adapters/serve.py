@@ -13,6 +13,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from adapters.agent import Agent, make_provider, open_agent, read_agent_file
+from adapters.doors import DoorService, open_doors
 from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
@@ -21,6 +22,7 @@ from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
+from bot.human_tools import BUILTIN_TOOLS
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
 from bot.tools.gates import approval_gate
@@ -82,6 +84,7 @@ class Service:
     ready: bool = False
     teams: TeamsAdapter | None = None
     agent: Agent | None = None  # its tools (MCP servers) stop with the service
+    doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
 
 
 async def build_service(settings: Settings) -> Service:
@@ -108,10 +111,12 @@ async def build_service(settings: Settings) -> Service:
     channel = agent.channel("slack", make_provider(settings), gate=gate)
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
+    # The doors ask with the built-in tools whatever the agent file offers the model.
+    tools = {**BUILTIN_TOOLS, **human.tools}
     # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
     router = Router(
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
-        tools=human.tools,
+        tools=tools,
     )  # fmt: skip
     slack = None
     if slack_secrets is not None:
@@ -126,9 +131,10 @@ async def build_service(settings: Settings) -> Service:
             grants=grants,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent)
+    service.doors = open_doors(settings, store, bridge, human.handler, tools)
     if teams is not None:
         service.teams = TeamsAdapter(
-            bridge=bridge, channel=channel, store=store, policy=policy, tools=human.tools,
+            bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
             config=teams, router=router, grants=grants,
         )  # fmt: skip
     return service
@@ -162,6 +168,7 @@ class Server:
             slack=slack.handle if slack is not None else None,
             teams=teams.handle if teams is not None else None,
             ready=readiness.handle,
+            mounts=[service.doors.mount] if service.doors is not None else [],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
@@ -176,6 +183,8 @@ class Server:
             if teams is not None:
                 await teams.start()
             await service.bridge.start()
+            if service.doors is not None:
+                await service.doors.start()
             server.socket_mode = await _start_socket_mode(settings, service)
         except BaseException:
             await server.stop()
@@ -234,6 +243,9 @@ async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocke
 
 
 async def _close(service: Service) -> None:
+    if service.doors is not None:
+        with contextlib.suppress(Exception):
+            await service.doors.close()
     if service.slack is not None:
         with contextlib.suppress(Exception):
             await service.slack.close()

@@ -1,4 +1,4 @@
-"""The one HTTP server of `hitl-bridge serve`: Slack, Teams and health on one port.
+"""The one HTTP server of `hitl-bridge serve`: Slack, Teams, the doors and health on one port.
 
 Every route gets the same guard (adapters/http_limits.py): a body deadline, and a last resort
 that answers what a handler did not expect with a 400 or 503 and one log line, never a 500.
@@ -7,7 +7,7 @@ Each surface's handler authenticates before it interprets a body and limits what
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
@@ -32,9 +32,11 @@ def build_web_app(
     slack: Handler | None = None,
     teams: Handler | None = None,
     ready: Handler | None = None,
+    mounts: Sequence[Callable[[web.Application], None]] = (),
 ) -> web.Application:
     """Routes for the surfaces that are configured, a health check (alive) and, given
-    `ready`, a readiness check (able to take work: adapters/readiness.py)."""
+    `ready`, a readiness check (able to take work: adapters/readiness.py); each of `mounts`
+    adds its own (the doors: adapters/doors.py)."""
     quiet_protocol_errors()
     app = web.Application(client_max_size=CLIENT_MAX_SIZE, middlewares=[guard()])
 
@@ -49,4 +51,6 @@ def build_web_app(
         app.router.add_post(SLACK_PATH, slack)
     if teams is not None:
         app.router.add_post(TEAMS_PATH, teams)
+    for mount in mounts:
+        mount(app)
     return app

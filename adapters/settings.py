@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     teams_client_secret: SecretStr | None = Field(None, alias="TEAMS_CLIENT_SECRET")
     teams_tenant_id: str | None = Field(None, alias="TEAMS_TENANT_ID")
     teams_allow_unauthenticated: bool = Field(False, alias="HITL_TEAMS_ALLOW_UNAUTHENTICATED")
+    # The doors (the HTTP API, MCP): how long a request made there lasts unless it says.
+    door_timeout_seconds: float = Field(3600.0, alias="HITL_DOOR_TIMEOUT_SECONDS", gt=0)
+    # Webhooks to loopback and private addresses: for local set-ups and tests only.
+    webhook_allow_private: bool = Field(False, alias="HITL_WEBHOOK_ALLOW_PRIVATE")
+    mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
 
     @property
     def scripted_model(self) -> bool:

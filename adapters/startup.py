@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from slack_sdk.errors import SlackApiError
 
 from adapters.settings import settings_problem, shown_url, sqlite_path
-from adapters.slack.surface import slack_error
+from adapters.slack.calls import slack_error
 from adapters.terminal import safe
 from bot import ConfigurationError
 from bot.tools.sources import ToolSourceError

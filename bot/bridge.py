@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
+from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.agent import AIChannel, TextCallback
 from bot.errors import UndeliverableError
 from bot.failures import RepeatedFailures
@@ -44,6 +45,7 @@ class Bridge:
         self.hooks = HookRegistry(hook_budget)
         self.channels: dict[str, AIChannel] = {}
         self.handlers: list[HumanInputHandler] = []
+        self._heard_listeners: list[Callable[[str], None]] = []
         self._observers: list[Observer] = []
         self._scheduler: DeadlineScheduler | None = None
         self._surfaces: list[Surface] = []
@@ -107,6 +109,19 @@ class Bridge:
                 )
         self._surfaces.append(surface)
         self.add_observer(_in_rooms(surface.room_prefix, surface.observe))
+
+    async def find(self, address: Address) -> Addressee:
+        """The room and actor of an address (bot/addresses.py): its surface's answer; an
+        e-mail address, the first surface's that knows it. UnknownAddressError otherwise."""
+        prefix = f"{address.surface}:"
+        asked = [s for s in self._surfaces if address.surface == "email" or s.room_prefix == prefix]
+        said: list[str] = []
+        for surface in asked:
+            try:
+                return await surface.find(address)
+            except UnknownAddressError as err:
+                said.append(str(err))
+        raise UnknownAddressError("; ".join(said) or f"no {address.surface} surface is served")
 
     def surface_for(self, room_id: str) -> Surface | None:
         """The attached surface whose room `room_id` is."""
@@ -200,6 +215,13 @@ class Bridge:
         """Another worker settled a request: wake the waiter if it is one of ours."""
         for handler in self.handlers:
             self._spawn(handler.follow(request_id))
+        for listener in self._heard_listeners:
+            listener(request_id)
+
+    def on_heard(self, listener: Callable[[str], None]) -> None:
+        """Tell `listener` the id of each request another worker settles (PostgreSQL's
+        NOTIFY): the doors wake their long polls with it."""
+        self._heard_listeners.append(listener)
 
     async def _adopt_forever(self, runs: RunLeases) -> None:
         # Twice per lease: a dead worker's run is taken over within 1.5 leases. Stopped by an

@@ -234,6 +234,29 @@ class Grant:
         return self.revoked_at is None and self.expires_at > now
 
 
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A bearer token of the doors (bot/tokens.py), as stored: its SHA-256, never itself."""
+
+    name: str
+    token_hash: str
+    webhook_secret: str  # signs the callbacks of the token's requests (shown once, at creation)
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """Who asked a request through a door (bot/doors.py), and what they asked it with."""
+
+    request_id: str
+    requester: str  # the token's name
+    address: str  # `to`, as read
+    created_at: datetime
+    idempotency_key: str | None = None
+    callback_url: str | None = None
+
+
 class RequestStore(Protocol):
     """What the core needs from a database. Every method is one transaction."""
 

@@ -6,7 +6,9 @@ registers all of it at once, so no surface can forget a part:
 - `observe(update)`: every transition of every request in its rooms (and of the requests
   mirrored to them), to post and edit the request's message;
 - `say(room_id, text)`: the agent's words in one of its rooms when no turn of the surface's
-  own is there to post them: a run resumed after a restart, or adopted from a dead worker.
+  own is there to post them: a run resumed after a restart, or adopted from a dead worker;
+- `find(address)`: the room and actor an address of a door's request names (bot/addresses.py),
+  or UnknownAddressError.
 
 Answers, and refused attempts to answer, go the other way: a surface hands each to the core's
 router (bot/requests/router.py), which decides it and audits a refusal under the surface's
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from bot.addresses import Address, Addressee
 from bot.human_input import RequestUpdate
 
 
@@ -39,4 +42,9 @@ class Surface(Protocol):
 
     async def say(self, room_id: str, text: str) -> None:
         """Post the agent's words in one of the surface's rooms."""
+        ...
+
+    async def find(self, address: Address) -> Addressee:
+        """Where a request addressed so is posted, and whose it is; UnknownAddressError (one
+        line naming it) for an address this surface cannot reach."""
         ...

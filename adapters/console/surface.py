@@ -36,6 +36,7 @@ from adapters.console.render import (
 )
 from adapters.terminal import one_line
 from bot import PendingInputStatus, RenderState, RequestUpdate
+from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.requests.forms import FieldKind, FormField
 from bot.requests.kinds import Control, Verb
 from bot.requests.router import Interaction, Invalid, Outcome, Refused, Router
@@ -124,6 +125,10 @@ class ConsoleSurface:
 
     async def say(self, room_id: str, text: str) -> None:
         self.terminal.write(agent_lines(text))
+
+    async def find(self, address: Address) -> Addressee:
+        """The terminal has no addresses: doors are served by `serve`, not the demo."""
+        raise UnknownAddressError("the console demo takes no requests from doors")
 
     async def close(self) -> None:
         if self._worker is not None:

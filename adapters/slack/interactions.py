@@ -25,6 +25,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.http_limits import LOG_EVERY, Throttled
+from adapters.slack.calls import call_slack
 from adapters.slack.modals import notice_view, render_modal
 from adapters.slack.parse import (
     Click,
@@ -35,7 +36,7 @@ from adapters.slack.parse import (
     parse_view_submission,
 )
 from adapters.slack.scheme import SURFACE
-from adapters.slack.surface import SlackSurface, call_slack
+from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape, truncate
 from bot.human_input import RequestUpdate
 from bot.inbox import Inbox

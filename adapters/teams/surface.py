@@ -23,6 +23,7 @@ from adapters.teams.connector import Connector, ConnectorError, card_activity, t
 from adapters.teams.inputs import Filled
 from adapters.teams.text import MAX_REFRESH_USERS, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
+from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.records import RequestRecord, RequestStore
 from bot.requests.kinds import Verb
 from bot.requests.trail import MessageTrail
@@ -285,6 +286,19 @@ class TeamsSurface:
         return await self.connector.update(
             ref.service_url, ref.conversation_id, ref.activity_id, card_activity(card)
         )
+
+    async def find(self, address: Address) -> Addressee:
+        """A door's address in Teams: a conversation this bridge has heard from (a bot may
+        post only where it knows the conversation's serviceUrl), for anyone there or one
+        person (`teams:<conversation>/<AAD object id>`)."""
+        room = TeamsRoom(address.where)
+        if address.surface != "teams" or self.service_url(room) is None:
+            raise UnknownAddressError(
+                f"no Teams conversation {address.where[:80]} known to this bridge: message the "
+                "bot there first" if address.surface == "teams" else
+                f"{address.where} cannot be looked up in Teams"
+            )  # fmt: skip
+        return Addressee(room.room_id, address.user)
 
     async def say(self, room_id: str, text: str) -> None:
         """The agent's words in a room of ours (a resumed run's: this process may not have

@@ -119,11 +119,13 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         channel_type: str = "ai",
         actor_id: str | None = None,
         timeout: float | None = None,
+        request_id: str | None = None,
     ) -> PendingInput:
-        """Same, for a request nobody will wait() on: its creator must release() it."""
+        """Same, for a request nobody will wait() on: its creator must release() it.
+        `request_id` is the id to give it (a door reserves it first); a new one otherwise."""
         return await self._create(
             tool_name, arguments, room_id, tool_call_id, channel_id, channel_type,
-            actor_id, timeout, detached=True,
+            actor_id, timeout, detached=True, request_id=request_id,
         )  # fmt: skip
 
     async def _create(
@@ -138,12 +140,13 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         timeout: float | None,
         *,
         detached: bool,
+        request_id: str | None = None,
     ) -> PendingInput:
         self._check_open(channel_id)
         now = datetime.now(UTC)
         lifetime = self.default_timeout if timeout is None else timeout
         request = PendingInput(
-            id=secrets.token_hex(12),
+            id=request_id or secrets.token_hex(12),
             tool_name=tool_name,
             arguments=arguments,
             room_id=room_id,

@@ -174,6 +174,11 @@ class Holding(HandlerState):
         """Reject and return once the outcome is recorded; works for requests not in memory."""
         return await self._settle_awaited(pending_id, RequestStatus.REJECTED, None, reason, by)
 
+    async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
+        """Withdraw and return once recorded (its requester gave up on it); works for
+        requests not in memory. Its message says it was cancelled."""
+        return await self._settle_awaited(pending_id, RequestStatus.CANCELLED, None, reason, by)
+
     async def undeliverable(self, pending_id: str, reason: str) -> bool:
         """The request could not be shown to anyone (a surface's post failed for good): settle
         it as undeliverable at once, rather than at its deadline; its waiter raises

@@ -271,4 +271,66 @@ class GrantRow(Base):
     revoked_by: Mapped[str | None] = mapped_column(String)
 
 
+class TokenRow(Base):
+    """A bearer token of the doors (bot/tokens.py): kept as its SHA-256, never as itself; its
+    webhook secret signs the callbacks of its requests."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (Index("ix_api_tokens_token_hash", "token_hash", unique=True),)
+
+    name: Mapped[str] = mapped_column(String, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String)
+    webhook_secret: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class DoorRow(Base):
+    """Who asked a request through a door (bot/doors.py), with what address, idempotency key
+    and callback URL. Inserted (reserved) before the request itself is written."""
+
+    __tablename__ = "door_requests"
+    __table_args__ = (
+        # The same key from the same token is the same request, whichever worker it reaches.
+        Index("ix_door_requests_requester_idempotency_key", "requester", "idempotency_key",
+              unique=True),
+        # A token's requests, newest first (paged by id).
+        Index("ix_door_requests_requester_created_at", "requester", "created_at"),
+    )  # fmt: skip
+
+    request_id: Mapped[str] = mapped_column(String, primary_key=True)
+    requester: Mapped[str] = mapped_column(String)
+    address: Mapped[str] = mapped_column(String)
+    idempotency_key: Mapped[str | None] = mapped_column(String)
+    callback_url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class WebhookRow(Base):
+    """A webhook delivery of a door request's settle (adapters/api/webhooks.py): one per request,
+    sent and retried by whichever worker claims it (`lease_until`, `worker`) until `done_at`."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        # Two workers enqueueing the same settle make one delivery.
+        Index("ix_webhook_deliveries_request_id", "request_id", unique=True),
+        # "Not done, earliest next_at first" (what to send next) as an index range scan, as
+        # ix_requests_status_expires_at does for deadlines: done rows are not walked past.
+        Index("ix_webhook_deliveries_done_at_next_at", "done_at", "next_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    request_id: Mapped[str] = mapped_column(String)
+    requester: Mapped[str] = mapped_column(String)
+    url: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)  # the exact JSON sent (and signed)
+    attempts: Mapped[int]
+    first_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    next_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    worker: Mapped[str | None] = mapped_column(String)
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    outcome: Mapped[str | None] = mapped_column(Text)
+
+
 metadata = Base.metadata

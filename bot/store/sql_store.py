@@ -362,6 +362,18 @@ class SqlStore:
 
     # -- transactions -------------------------------------------------------------------------
 
+    async def write(
+        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `body` (a function of a bot/store *_rows module) in one writing transaction:
+        the stores beside this one (bot/store/doors.py) go through here."""
+        return await self._write(body, *args, **kwargs)
+
+    async def read(
+        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        return await self._read(body, *args, **kwargs)
+
     async def _write(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:

@@ -13,6 +13,7 @@ from bot.records import RequestStatus
 from bot.store.schema import (
     AuditRow,
     ClaimRow,
+    DoorRow,
     GateRunRow,
     GrantRow,
     HealthRow,
@@ -21,8 +22,10 @@ from bot.store.schema import (
     ProposalRow,
     RequestRow,
     RunRow,
+    TokenRow,
     TranscriptRow,
     TransitionRow,
+    WebhookRow,
 )
 
 PENDING = RequestStatus.PENDING.value
@@ -39,6 +42,9 @@ health = cast(Table, HealthRow.__table__)
 gate_runs = cast(Table, GateRunRow.__table__)
 grants = cast(Table, GrantRow.__table__)
 inbox = cast(Table, InboxRow.__table__)
+api_tokens = cast(Table, TokenRow.__table__)
+door_requests = cast(Table, DoorRow.__table__)
+webhook_deliveries = cast(Table, WebhookRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

@@ -18,6 +18,8 @@ import pytest
 from adapters.cli import main
 from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
+from bot.store.doors import DoorTables
+from bot.tokens import Tokens
 from bot.tools.grants import digest
 
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")
@@ -392,3 +394,34 @@ def test_pending_and_audit_print_what_they_were_given_escaped(
     assert '{"action":"x\\u001b[2J\\nFORGED line\\u202eevil","reason":"r"}' in row
     resolved = audit.stdout.splitlines()[0]
     assert "request.resolved" in resolved and f"by U-{SHOWN}" in resolved
+
+
+def test_tokens_are_made_once_listed_and_revoked(
+    database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(upgrade(database))
+    assert main(["tokens", "create", "--name", "ci-agent"]) == 0
+    made = capsys.readouterr().out.splitlines()
+    token = next(line.split()[-1] for line in made if "token:" in line)
+    secret = next(line.split()[-1] for line in made if "webhook secret:" in line)
+    assert token.startswith("hitl_") and secret.startswith("whsec_")
+
+    async def checked() -> str | None:
+        store = await open_store(database, migrate=False)
+        try:
+            found = await Tokens(DoorTables(store)).check(token)
+            return found.name if found is not None else None
+        finally:
+            await store.close()
+
+    assert asyncio.run(checked()) == "ci-agent"
+    assert main(["tokens", "create", "--name", "ci-agent"]) == 1
+    assert "exists already" in capsys.readouterr().err
+    assert main(["tokens", "list"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("ci-agent") and "live" in line and token not in line
+    assert main(["tokens", "revoke", "ci-agent"]) == 0
+    assert asyncio.run(checked()) is None
+    assert main(["tokens", "revoke", "ci-agent"]) == 1
+    assert capsys.readouterr().err.endswith("the token ci-agent was revoked already\n")
+    assert main(["tokens", "create", "--name", "bad name"]) == 1

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.bridge import Bridge
 from bot.errors import UnservedToolCallError
@@ -222,6 +223,29 @@ class FakeSurface(Watch):
 
     async def say(self, room_id: str, text: str) -> None:
         self.said.append((room_id, text))
+
+    async def find(self, address: Address) -> Addressee:
+        """Its own addresses, and the one e-mail address it knows."""
+        if address.surface == self.name or address.where == f"someone@{self.name}.example":
+            return Addressee(f"{self.room_prefix}{address.where}", address.user)
+        raise UnknownAddressError(f"{self.name} does not know {address.where}")
+
+
+async def test_an_address_is_found_by_its_surface_and_an_email_by_whichever_knows_it() -> None:
+    bridge = Bridge()
+    bridge.attach(FakeSurface("chat", "chat:"))
+    bridge.attach(FakeSurface("board", "board:"))
+    found = await bridge.find(Address("board", "B1", "U1"))
+    assert found == Addressee("board:B1", "U1")
+    email = await bridge.find(Address("email", "someone@board.example"))
+    assert email.room_id == "board:someone@board.example"
+    with pytest.raises(UnknownAddressError) as unknown:
+        await bridge.find(Address("email", "nobody@example.com"))
+    assert str(unknown.value) == (
+        "chat does not know nobody@example.com; board does not know nobody@example.com"
+    )
+    with pytest.raises(UnknownAddressError, match="no teams surface is served"):
+        await bridge.find(Address("teams", "19:x"))
 
 
 async def test_an_attached_surface_hears_its_own_rooms_and_those_mirrored_to_them(

@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from bot.addresses import Address, Addressee
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.bridge import Bridge
 from bot.errors import UndeliverableError
@@ -44,6 +45,9 @@ class RefusingSurface(Watch):
 
     async def say(self, room_id: str, text: str) -> None:
         return None
+
+    async def find(self, address: Address) -> Addressee:
+        return Addressee(f"{self.room_prefix}{address.where}", address.user)
 
 
 def bridge_with(

@@ -323,6 +323,7 @@ class FakeSlack:
         self.bot_user_id, self.bot_id, self.bot_name = bot_user_id, bot_id, bot_name
         self.trigger_ttl = trigger_ttl
         self.users: dict[str, JSON] = {}
+        self.channels: set[str] = set()  # known to conversations.info (with those posted in)
         self.files: dict[str, JSON] = {}
         self.calls: list[tuple[str, JSON]] = []
         self.ephemerals: list[JSON] = []
@@ -353,6 +354,9 @@ class FakeSlack:
             "views.push": self._views_push,
             "conversations.replies": self._replies,
             "files.info": self._files_info,
+            "users.lookupByEmail": self._lookup_by_email,
+            "conversations.open": self._open,
+            "conversations.info": self._conversation_info,
         }
 
     # -- lifecycle
@@ -386,6 +390,8 @@ class FakeSlack:
     def add_user(self, user_id: str, name: str, *, is_bot: bool = False, **extra: Any) -> JSON:
         real_name = extra.pop("real_name", name.title())
         profile = {"real_name": real_name, "display_name": name, "team": self.team_id}
+        if (email := extra.pop("email", None)) is not None:
+            profile["email"] = email
         self.users[user_id] = {
             "id": user_id, "team_id": self.team_id, "name": name, "real_name": real_name,
             "deleted": False, "is_bot": is_bot, "is_admin": False, "is_app_user": False,
@@ -643,6 +649,28 @@ class FakeSlack:
         if (user := self.users.get(str(args.get("user")))) is None:
             raise SlackError("user_not_found")
         return {"user": copy.deepcopy(user)}
+
+    def _lookup_by_email(self, args: JSON) -> JSON:
+        email = str(args.get("email", "")).lower()
+        for user in self.users.values():
+            if str(user["profile"].get("email", "")).lower() == email and email:
+                return {"user": copy.deepcopy(user)}
+        raise SlackError("users_not_found")
+
+    def _open(self, args: JSON) -> JSON:
+        """A DM with one user (`users`): its id is the user's with a D."""
+        users = str(args.get("users", "")).split(",")
+        if len(users) != 1 or users[0] not in self.users:
+            raise SlackError("user_not_found")
+        channel = "D" + users[0][1:]
+        self.channels.add(channel)
+        return {"channel": {"id": channel, "is_im": True, "user": users[0]}}
+
+    def _conversation_info(self, args: JSON) -> JSON:
+        channel = str(args.get("channel", ""))
+        if channel not in self.channels and channel not in self._messages:
+            raise SlackError("channel_not_found")
+        return {"channel": {"id": channel, "is_member": True}}
 
     def _post_message(self, args: JSON) -> JSON:
         if not (channel := args.get("channel")):

@@ -19,7 +19,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.app import slack_client
-from adapters.slack.surface import SlackCallError, call_slack, call_slack_or_fail
+from adapters.slack.calls import SlackCallError, call_slack, call_slack_or_fail
 from bot.records import RequestStatus
 from tests.adapters.slack.conftest import CHANNEL, JSON, Env, StartEnv
 from tests.fakes.anthropic_api import reply_text, reply_tool_use

@@ -19,20 +19,24 @@ from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.records import GateRun, Grant, RequestStatus, Settlement
+from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token
 from bot.store import downgrade, head_revision, open_store, upgrade
+from bot.store.doors import DoorTables
 from bot.store.engine import create_engine
 from bot.store.schema import JsonType, UTCDateTime, metadata
+from bot.store.webhooks import Delivery, WebhookTables
 from tests.bot.store.conftest import Database, receive_one
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
-    "health", "inbox", "gate_runs", "grants",
+    "health", "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries",
 }  # fmt: skip
 HOLD_TABLES = {"holders", "proposals"}
 GATE_TABLES = {"gate_runs", "grants"}  # 0007
-LATER = {"health", "inbox", *GATE_TABLES}  # tables of migrations after 0003
+DOOR_TABLES = {"api_tokens", "door_requests"}  # 0008
+WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
+LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES}  # after 0003
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
@@ -210,7 +214,8 @@ async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -
     assert [tuple(row) for row in rows] == [("k2",)]  # SQL NULL, not JSON null
 
     await downgrade(database.url, "0005", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - {"inbox"} - GATE_TABLES, "alembic_version"}
+    later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES
+    assert await table_names(engine) == {*TABLES - later, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     assert await row_count(engine, "inbox") == 0
     async with engine.connect() as conn:
@@ -247,6 +252,54 @@ async def test_0007_gates_up_and_down(database: Database, engine: AsyncEngine) -
     assert "run_outcome" not in await request_columns(engine)
     assert await row_count(engine, "requests") == 1
     assert await row_count(engine, "transitions") == 1
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0008_doors_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0008 adds the doors' tokens and who asked each door request; its downgrade takes
+    exactly them away."""
+    await upgrade(database.url, "0007", schema=database.schema)
+    assert not DOOR_TABLES & await table_names(engine)
+    await upgrade(database.url, "0008", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        tables = DoorTables(store)
+        now = datetime.now(UTC)
+        assert await tables.add_token(Token("ci", "hash", "whsec_x", now))
+        assert not await tables.add_token(Token("ci", "hash2", "whsec_y", now))
+        asked = Asked("r1", "ci", "slack:C1", now, idempotency_key="k1")
+        assert await tables.reserve_door(asked) == asked
+        again = Asked("r2", "ci", "slack:C1", now, idempotency_key="k1")
+        assert await tables.reserve_door(again) == asked  # the key's first request
+    finally:
+        await store.close()
+    await downgrade(database.url, "0007", schema=database.schema)
+    assert not DOOR_TABLES & await table_names(engine)
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0009 adds the webhook deliveries, one per request; its downgrade takes them away."""
+    await upgrade(database.url, "0008", schema=database.schema)
+    assert not WEBHOOK_TABLES & await table_names(engine)
+    await upgrade(database.url, "0009", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        tables = WebhookTables(store)
+        now = datetime.now(UTC)
+        delivery = Delivery("d1", "r1", "ci", "https://example.com/hook", "{}", 0, now, now)
+        assert await tables.add(delivery)
+        assert not await tables.add(dataclasses.replace(delivery, id="d2"))  # same request
+        (claimed,) = await tables.claim_due("w1", now, now + timedelta(minutes=1), 10)
+        assert claimed.attempts == 1 and claimed.worker == "w1"
+    finally:
+        await store.close()
+    await downgrade(database.url, "0008", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - WEBHOOK_TABLES, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []

@@ -1,0 +1,368 @@
+"""Signed webhooks: a door request's settle POSTed to the callback URL its requester gave.
+
+Why a table and not a task: a callback must survive the worker that heard the settle. The
+settle's hook (`Doors.on_settled`) writes one delivery row per request (a unique key, so two
+workers hearing the same settle make one), and a sender on every worker's event loop claims
+due rows one attempt at a time with a compare-and-set lease (bot/store/webhook_rows.py): two
+workers never send the same attempt at once, and a row left by a dead worker is sent by another
+once its lease lapses. Delivery is at least once (a worker dying between the receiver's 2xx and
+writing it down sends again): receivers deduplicate on `X-Hitl-Delivery`, the same on every
+attempt of a delivery.
+
+The receiver checks `X-Hitl-Signature: sha256=<hex HMAC-SHA256 of "{X-Hitl-Timestamp}.{body}">`
+keyed with its token's webhook secret, and refuses old timestamps (replays). A 2xx is delivered;
+anything else (a status, a redirect: none is followed, a timeout, a refused connection) is
+retried with exponential backoff and jitter until `give_up_after` seconds after the first
+attempt. Each delivery, failure and giving up is an audit line naming the URL's host, never the
+URL's path or query, the body or the secret.
+
+Callback URLs are checked for SSRF at create time (`check_url`: private, loopback, link-local
+... addresses are refused) and again at delivery, on the addresses actually connected to
+(`CheckedResolver`): a name that resolved to a public address then and to an internal one now
+(DNS rebinding) is refused, and not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import random
+import re
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp.abc import ResolveResult
+from aiohttp.resolver import ThreadedResolver
+
+from bot.failures import RepeatedFailures, first_line
+from bot.records import Asked, AuditEntry
+from bot.store.webhooks import Delivery, WebhookTables
+
+log = logging.getLogger(__name__)
+
+SecretFor = Callable[[str], Awaitable[str | None]]  # a token's webhook secret; None: gone
+SCHEMES = ("http", "https")
+MAX_IN_FLIGHT = 16  # attempts one worker sends at once
+LEASE_MARGIN = 30.0  # seconds an attempt's lease outlasts its timeout (writing its outcome)
+RECHECK = 5.0  # seconds between looks for rows other workers left (they cannot wake this one)
+RETRY_DELAY = 1.0  # seconds before the next round after one failed (the database unavailable)
+REQUESTER_GONE = "the token is gone (revoked or deleted)"
+_URLS = re.compile(r"\w+://\S+")  # aiohttp's error messages may quote the full URL
+
+
+class RefusedUrl(Exception):
+    """A callback URL, or an address it resolves to, that no webhook is sent to: `str(err)`
+    is the reason, in one line."""
+
+
+def refused_kind(address: str) -> str | None:
+    """What `address` (an IP, as getaddrinfo gives it) is, if webhooks are not sent to its
+    kind ("a loopback address", ...); None for a public address."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 reaches 10.0.0.1
+    kinds = (
+        ("an unspecified", ip.is_unspecified), ("a loopback", ip.is_loopback),
+        ("a link-local", ip.is_link_local), ("a multicast", ip.is_multicast),
+        ("a private", ip.is_private), ("a reserved", ip.is_reserved),
+        ("a non-public", not ip.is_global),  # shared (100.64/10) and other special ranges
+    )  # fmt: skip
+    return next((f"{kind} address" for kind, matches in kinds if matches), None)
+
+
+def _check_addresses(host: str, addresses: list[str]) -> None:
+    """RefusedUrl if any address `host` resolved to is of a refused kind."""
+    for address in addresses:
+        kind = refused_kind(address)
+        if kind is not None:
+            said = f"{address} is" if address == host else f"{host[:100]} resolves to {address},"
+            raise RefusedUrl(f"{said} {kind}")
+
+
+def _target(url: str, allow_private: bool) -> tuple[str, int]:
+    """The host and port `url` posts to; RefusedUrl for what its text alone refuses."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as err:
+        raise RefusedUrl(f"not a valid URL ({err})") from None
+    if parts.scheme not in SCHEMES:
+        raise RefusedUrl("only http and https URLs are allowed")
+    if not parts.hostname:
+        raise RefusedUrl("the URL has no host")
+    if "@" in parts.netloc:
+        raise RefusedUrl("the URL must not carry a user name or password")
+    try:
+        ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        return parts.hostname, port  # a name: its addresses are checked once resolved
+    if not allow_private:
+        _check_addresses(parts.hostname, [parts.hostname])
+    return parts.hostname, port
+
+
+async def check_url(url: str, allow_private: bool) -> str | None:
+    """None if webhooks may be sent to `url`, else why not (one line). The host is resolved
+    without blocking the event loop, and each of its addresses checked."""
+    try:
+        host, port = _target(url, allow_private)
+        found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        if not allow_private:
+            _check_addresses(host, [str(sockaddr[0]) for *_, sockaddr in found])
+    except RefusedUrl as err:
+        return str(err)
+    except OSError as err:
+        return f"cannot resolve {host[:100]} ({err.strerror or type(err).__name__})"
+    return None
+
+
+class CheckedResolver(ThreadedResolver):
+    """aiohttp's resolver (getaddrinfo, off the event loop) refusing what `check_url` refuses,
+    at connect time: the addresses checked are the ones connected to (DNS rebinding)."""
+
+    def __init__(self, allow_private: bool) -> None:
+        super().__init__()
+        self.allow_private = allow_private
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await super().resolve(host, port, family)
+        if not self.allow_private:
+            _check_addresses(host, [result["host"] for result in found])
+        return found
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """`X-Hitl-Signature` of `body` sent at `timestamp` (unix seconds, as sent)."""
+    signed = timestamp.encode() + b"." + body
+    return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
+def host_of(url: str) -> str:
+    """The host (and port, if given) of `url`: what audit lines say of it."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    with contextlib.suppress(ValueError):
+        if parts.port is not None:
+            return f"{host}:{parts.port}"
+    return host
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What came of one attempt: the receiver's status, or why there was none (`error`, one
+    line; retried), or why it was not sent and will not be (`refused`)."""
+
+    status: int | None = None
+    error: str | None = None
+    refused: str | None = None
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def failure(self) -> dict[str, Any]:
+        return {"status": self.status} if self.status is not None else {"error": self.error}
+
+
+class Webhooks:
+    """Deliveries of door requests' settles: `enqueue` is the `Doors.on_settled` hook; `start`
+    runs the sender on the event loop, `close` stops it (see the module's docstring)."""
+
+    def __init__(
+        self,
+        store: WebhookTables,
+        secret_for: SecretFor,
+        *,
+        allow_private: bool = False,
+        give_up_after: float = 3600.0,
+        first_retry: float = 1.0,
+        max_retry: float = 300.0,
+        timeout: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.secret_for = secret_for
+        self.allow_private = allow_private
+        self.give_up_after = give_up_after
+        self.first_retry = first_retry
+        self.max_retry = max_retry
+        self.timeout = timeout
+        self.worker = f"webhooks-{secrets.token_hex(6)}"  # the holder of this sender's leases
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._attempts: set[asyncio.Task[None]] = set()
+        # A database that is down fails every round alike: one line, not a traceback each.
+        self._failures = RepeatedFailures(log)
+
+    async def enqueue(self, body: dict[str, Any], asked: Asked) -> None:
+        """Write the request's delivery (once per request, whoever enqueues it) and wake the
+        sender; nothing for a request without a callback URL."""
+        if asked.callback_url is None:
+            return
+        now = datetime.now(UTC)
+        raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        delivery = Delivery(
+            id=secrets.token_hex(12), request_id=asked.request_id, requester=asked.requester,
+            url=asked.callback_url, body=raw, attempts=0, first_at=now, next_at=now,
+        )  # fmt: skip
+        if await self.store.add(delivery):
+            self._wake.set()
+
+    async def start(self) -> None:
+        """Send what is due (rows dead workers left included), then keep sending."""
+        if self._task is not None:
+            return
+        connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.allow_private))
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        self._task = asyncio.create_task(self._run(), name="hitl-webhooks")
+
+    async def close(self) -> None:
+        """Stop sending; attempts in flight are cancelled and given back (due again)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        attempts = list(self._attempts)
+        for attempt in attempts:
+            attempt.cancel()
+        await asyncio.gather(*attempts, return_exceptions=True)
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    # -- the sender ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()  # before the round: a wake-up during it is not lost
+            try:
+                delay = await self._round()
+                self._failures.recovered("sending webhooks")
+            except Exception as err:
+                self._failures.failed("sending webhooks", err)
+                delay = RETRY_DELAY
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+
+    async def _round(self) -> float:
+        """Claim what is due and start sending it; the seconds until more may be due."""
+        room = MAX_IN_FLIGHT - len(self._attempts)
+        if room <= 0:
+            return RECHECK  # an attempt that ends wakes the loop
+        now = datetime.now(UTC)
+        lease = now + timedelta(seconds=self.timeout + LEASE_MARGIN)
+        claimed = await self.store.claim_due(self.worker, now, lease, room)
+        for delivery in claimed:
+            self._spawn(delivery)
+        if len(claimed) == room:
+            return 0.0  # more may be due
+        due = await self.store.next_due()
+        if due is None:
+            return RECHECK
+        seconds = (due - datetime.now(UTC)).total_seconds()
+        return min(max(seconds, 0.01), RECHECK)  # the floor: never a busy loop
+
+    def _spawn(self, delivery: Delivery) -> None:
+        task = asyncio.create_task(self._attempt(delivery), name="hitl-webhook")
+        self._attempts.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._attempts.discard(task)
+        self._wake.set()  # room for another, and perhaps a retry sooner than the loop's sleep
+
+    async def _attempt(self, delivery: Delivery) -> None:
+        try:
+            sent = await self._send(delivery)
+            done, audit = self._outcome(delivery, sent, datetime.now(UTC))
+            if not await self.store.finish(done, self.worker, audit):
+                log.info("webhook %s: its lease lapsed; another worker has it", delivery.id)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):  # else its lease lapses: the same, later
+                await self.store.release(delivery, self.worker)
+            raise
+        except Exception as err:  # the store: the row stays leased, and is retried once it lapses
+            self._failures.failed("delivering a webhook", err)
+
+    async def _send(self, delivery: Delivery) -> Sent:
+        """One POST of the delivery, signed with its token's secret now (a rotated secret
+        signs the retries)."""
+        secret = await self.secret_for(delivery.requester)
+        if secret is None:
+            return Sent(refused=REQUESTER_GONE)
+        assert self._session is not None, "start() first"
+        raw = delivery.body.encode()
+        timestamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json", "X-Hitl-Timestamp": timestamp,
+            "X-Hitl-Signature": signature(secret, timestamp, raw), "X-Hitl-Delivery": delivery.id,
+        }  # fmt: skip
+        try:
+            _target(delivery.url, self.allow_private)  # an IP literal is not resolved: here
+            async with self._session.post(
+                delivery.url, data=raw, headers=headers, allow_redirects=False
+            ) as response:
+                return Sent(status=response.status)
+        except RefusedUrl as err:
+            return Sent(refused=str(err))
+        except (aiohttp.ClientError, OSError) as err:  # TimeoutError is an OSError
+            line = _URLS.sub(host_of(delivery.url), first_line(err))
+            return Sent(error=line[:300])
+
+    def _outcome(
+        self, delivery: Delivery, sent: Sent, now: datetime
+    ) -> tuple[Delivery, list[AuditEntry]]:
+        """The delivery after this attempt, and its audit lines."""
+        if sent.delivered:
+            done = replace(delivery, done_at=now, outcome=f"delivered ({sent.status})")
+            return done, [_line("webhook.delivered", delivery, now, status=sent.status)]
+        if sent.refused is not None:
+            return self._give_up(delivery, now, sent.refused, [])
+        failed = _line("webhook.failed", delivery, now, **sent.failure)
+        deadline = delivery.first_at + timedelta(seconds=self.give_up_after)
+        if now >= deadline:
+            why = f"status {sent.status}" if sent.status is not None else sent.error
+            tried = f"{delivery.attempts} attempts in {self.give_up_after:g} s"
+            reason = f"no 2xx after {tried} (last: {why})"
+            return self._give_up(delivery, now, reason, [failed])
+        retry = min(now + self._backoff(delivery.attempts), deadline)  # a last try at the end
+        return replace(delivery, next_at=retry), [failed]
+
+    def _give_up(
+        self, delivery: Delivery, now: datetime, reason: str, audit: list[AuditEntry]
+    ) -> tuple[Delivery, list[AuditEntry]]:
+        log.info("webhook %s of request %s: gave up: %s", delivery.id, delivery.request_id, reason)
+        done = replace(delivery, done_at=now, outcome=f"gave up: {reason}")
+        return done, [*audit, _line("webhook.gave_up", delivery, now, reason=reason)]
+
+    def _backoff(self, attempt: int) -> timedelta:
+        base = min(self.max_retry, self.first_retry * 2 ** min(attempt - 1, 32))
+        # Jitter: deliveries that failed together (their receiver down) do not retry in step.
+        jittered = base * random.uniform(0.8, 1.2)  # noqa: S311 (timing, not a secret)
+        return timedelta(seconds=min(self.max_retry, jittered))
+
+
+def _line(action: str, delivery: Delivery, at: datetime, **detail: Any) -> AuditEntry:
+    """An audit line of an attempt: the host only (a URL's path and query may hold secrets)."""
+    said = {"host": host_of(delivery.url), "attempt": delivery.attempts, "delivery": delivery.id,
+            "requester": delivery.requester, **detail}  # fmt: skip
+    return AuditEntry(action, at, delivery.request_id, None, said)

@@ -1,0 +1,68 @@
+"""The doors of `serve` (DESIGN.md §7), composed: the HTTP API under /api/v1 and its webhooks,
+over one `Doors` (bot/doors.py) on the bridge's handler, store and surfaces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from adapters.api.routes import ApiDoor
+from adapters.api.webhooks import Webhooks, check_url
+from adapters.settings import Settings
+from bot import Bridge, HumanInputHandler, HumanTool
+from bot.doors import Doors
+from bot.store import SqlStore
+from bot.store.doors import DoorTables
+from bot.store.webhooks import WebhookTables
+from bot.tokens import Tokens
+
+
+@dataclass
+class DoorService:
+    """What the doors add to a service: routes to mount, a webhook sender to run."""
+
+    doors: Doors
+    tokens: Tokens
+    api: ApiDoor
+    webhooks: Webhooks
+
+    def mount(self, app: web.Application) -> None:
+        self.api.mount(app)
+
+    async def start(self) -> None:
+        await self.webhooks.start()
+
+    async def close(self) -> None:
+        await self.doors.close()
+        await self.webhooks.close()
+
+
+def open_doors(
+    settings: Settings,
+    store: SqlStore,
+    bridge: Bridge,
+    handler: HumanInputHandler,
+    tools: Mapping[str, HumanTool],
+) -> DoorService:
+    """The doors on `handler` (the agent's, so the router that answers its requests answers
+    theirs), posting through the bridge's surfaces."""
+    tables = DoorTables(store)
+    tokens = Tokens(tables)
+    doors = Doors(handler, tables, tools, bridge.find,
+                  default_timeout=settings.door_timeout_seconds)  # fmt: skip
+    bridge.on_heard(doors.heard)
+    allow_private = settings.webhook_allow_private
+
+    async def secret_for(requester: str) -> str | None:
+        token = await tables.token_named(requester)
+        return token.webhook_secret if token is not None and token.revoked_at is None else None
+
+    async def check_callback(url: str) -> str | None:
+        return await check_url(url, allow_private)
+
+    webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private)
+    doors.on_settled(webhooks.enqueue)
+    api = ApiDoor(doors, tokens, check_callback=check_callback)
+    return DoorService(doors, tokens, api, webhooks)

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (run each as a script; see its docstring)."""

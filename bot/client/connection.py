@@ -1,0 +1,98 @@
+"""The connection to the bridge's API: one `httpx2.AsyncClient`, authenticated, retrying.
+
+Every call is retried on connection errors, 5xx and 429 (`Retries`). That is safe for every
+call of the API: reads and cancels change nothing twice, and a create always carries an
+idempotency key, so a create the bridge recorded before its answer was lost returns that same
+request when retried, never a second one.
+
+The token is only ever the Authorization header: never logged, never in an error or a repr
+(httpx2 masks the header in its own reprs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+
+from bot.client.errors import HitlApiError, HitlConnectionError
+from bot.client.retries import TRANSIENT, Retries
+
+USER_AGENT = "hitl-bridge-client/0.1"
+
+
+class Connection:
+    """Calls to the API under `base_url` (the bridge's root, or its /api/v1)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float,
+        retries: Retries,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self._http = httpx2.AsyncClient(
+            base_url=_api_root(base_url),
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json",
+                "User-Agent": USER_AGENT,
+            },
+            timeout=timeout,
+            transport=transport,
+        )
+
+    @property
+    def url(self) -> str:
+        return str(self._http.base_url)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def call(self, method: str, path: str, **sent: Any) -> Any:
+        """The JSON body of a 2xx answer to `method path` (`sent`: httpx2's request options),
+        retrying transient failures; HitlApiError for an HTTP error, HitlConnectionError when
+        the bridge stays unreachable."""
+        for attempt in range(self.retries.attempts + 1):
+            last = attempt == self.retries.attempts
+            try:
+                response = await self._http.request(method, path, **sent)
+            except TRANSIENT as err:
+                if last:
+                    raise HitlConnectionError(f"{method} {path}: {err!r}") from err
+                await asyncio.sleep(self.retries.delay(attempt))
+                continue
+            if last or not Retries.retried(response.status_code):
+                return _json(response)
+            await asyncio.sleep(self.retries.delay(attempt, response.headers.get("Retry-After")))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _api_root(base_url: str) -> str:
+    root = base_url.rstrip("/")
+    return root if root.endswith("/api/v1") else f"{root}/api/v1"
+
+
+def _json(response: httpx2.Response) -> Any:
+    """A 2xx answer's JSON body; any other answer as a HitlApiError."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if response.is_success and body is not None:
+        return body
+    if not isinstance(body, dict):  # a proxy's HTML page, an empty body…
+        what = response.text[:200].strip() or response.reason_phrase
+        raise HitlApiError(response.status_code, "unexpected_response", what)
+    fields = body.get("fields")
+    raise HitlApiError(
+        response.status_code,
+        str(body.get("error", "unknown")),
+        str(body.get("message", "")),
+        {str(k): str(v) for k, v in fields.items()} if isinstance(fields, dict) else None,
+    )

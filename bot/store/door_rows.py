@@ -1,0 +1,146 @@
+"""The doors' tables: `api_tokens` (bearer tokens, as hashes) and `door_requests` (who asked a
+request made through the HTTP API or MCP). The SQL of bot/tokens.py and bot/doors.py."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Executable, Row, and_, bindparam, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from bot.records import Asked, RequestRecord, RequestStatus, Token
+from bot.store.request_rows import record_of
+from bot.store.tables import api_tokens, door_requests, requests
+
+# -- tokens ------------------------------------------------------------------------------------
+
+TOKEN_BY_HASH = select(api_tokens).where(
+    api_tokens.c.token_hash == bindparam("token_hash"), api_tokens.c.revoked_at.is_(None)
+)
+LIST_TOKENS = select(api_tokens).order_by(api_tokens.c.created_at, api_tokens.c.name)
+REVOKE_TOKEN = (
+    update(api_tokens)
+    .where(api_tokens.c.name == bindparam("b_name"), api_tokens.c.revoked_at.is_(None))
+    .values(revoked_at=bindparam("b_at"))
+)
+
+
+def token_of(row: Row[Any]) -> Token:
+    return Token(row.name, row.token_hash, row.webhook_secret, row.created_at, row.revoked_at)
+
+
+def add_token(conn: Connection, token: Token) -> bool:
+    """Insert the token; False if its name is taken (revoked or not)."""
+    statement = _insert_new(conn, api_tokens, [api_tokens.c.name])
+    values = {
+        "name": token.name, "token_hash": token.token_hash,
+        "webhook_secret": token.webhook_secret, "created_at": token.created_at,
+    }  # fmt: skip
+    return conn.execute(statement, values).rowcount == 1
+
+
+def token_by_hash(conn: Connection, token_hash: str) -> Token | None:
+    row = conn.execute(TOKEN_BY_HASH, {"token_hash": token_hash}).first()
+    return token_of(row) if row is not None else None
+
+
+def token_named(conn: Connection, name: str) -> Token | None:
+    row = conn.execute(select(api_tokens).where(api_tokens.c.name == name)).first()
+    return token_of(row) if row is not None else None
+
+
+def list_tokens(conn: Connection) -> list[Token]:
+    return [token_of(row) for row in conn.execute(LIST_TOKENS)]
+
+
+def revoke_token(conn: Connection, name: str, at: datetime) -> bool:
+    return conn.execute(REVOKE_TOKEN, {"b_name": name, "b_at": at}).rowcount == 1
+
+
+# -- door requests -----------------------------------------------------------------------------
+
+_DOOR_COLUMNS = ("request_id", "requester", "address", "created_at", "idempotency_key",
+                 "callback_url")  # fmt: skip
+# The request's columns by their names, the door's prefixed (both tables have `created_at`).
+DOOR_JOINED = select(
+    requests, *(door_requests.c[name].label(f"door_{name}") for name in _DOOR_COLUMNS)
+).select_from(door_requests.outerjoin(requests, requests.c.id == door_requests.c.request_id))
+
+
+def asked_of(row: Row[Any], prefix: str = "door_") -> Asked:
+    values = row._mapping
+    return Asked(**{name: values[f"{prefix}{name}"] for name in _DOOR_COLUMNS})
+
+
+def _joined(row: Row[Any]) -> tuple[RequestRecord | None, Asked]:
+    asked = asked_of(row)
+    return (record_of(row) if row.id is not None else None), asked
+
+
+def reserve(conn: Connection, asked: Asked) -> Asked:
+    """Insert the door row; if this requester used its idempotency key before, that row."""
+    statement = _insert_new(
+        conn, door_requests, [door_requests.c.requester, door_requests.c.idempotency_key]
+    )
+    values = {name: getattr(asked, name) for name in _DOOR_COLUMNS}
+    if conn.execute(statement, values).rowcount == 1 or asked.idempotency_key is None:
+        return asked
+    same = and_(
+        door_requests.c.requester == asked.requester,
+        door_requests.c.idempotency_key == asked.idempotency_key,
+    )
+    row = conn.execute(select(door_requests).where(same)).first()
+    assert row is not None  # it conflicted, so it is there (rows are never deleted but one's own)
+    return asked_of(row, prefix="")
+
+
+def drop(conn: Connection, request_id: str) -> None:
+    conn.execute(door_requests.delete().where(door_requests.c.request_id == request_id))
+
+
+def door(conn: Connection, request_id: str) -> tuple[RequestRecord | None, Asked] | None:
+    row = conn.execute(DOOR_JOINED.where(door_requests.c.request_id == request_id)).first()
+    return _joined(row) if row is not None else None
+
+
+def list_doors(
+    conn: Connection,
+    requester: str,
+    status: RequestStatus | None,
+    address: str | None,
+    since: datetime | None,
+    before: str | None,
+    limit: int,
+) -> list[tuple[RequestRecord, Asked]]:
+    """A requester's requests, newest first; after the one `before` names, when given."""
+    query = DOOR_JOINED.where(door_requests.c.requester == requester, requests.c.id.isnot(None))
+    if status is not None:
+        query = query.where(requests.c.status == status.value)
+    if address is not None:
+        query = query.where(door_requests.c.address == address)
+    if since is not None:
+        query = query.where(door_requests.c.created_at >= since)
+    if before is not None:  # after `before` in the order below: older, or as old and less
+        mark = (
+            select(door_requests.c.created_at)
+            .where(door_requests.c.request_id == before, door_requests.c.requester == requester)
+            .scalar_subquery()
+        )
+        created = door_requests.c.created_at
+        older = and_(created == mark, door_requests.c.request_id < before)
+        query = query.where(or_(created < mark, older))
+    query = query.order_by(door_requests.c.created_at.desc(), door_requests.c.request_id.desc())
+    found = []
+    for row in conn.execute(query.limit(limit)):
+        record, asked = _joined(row)
+        assert record is not None
+        found.append((record, asked))
+    return found
+
+
+def _insert_new(conn: Connection, table: Any, keys: list[Any]) -> Executable:
+    """INSERT … ON CONFLICT (keys) DO NOTHING in the connection's dialect."""
+    dialect_insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    statement: Executable = dialect_insert(table).on_conflict_do_nothing(index_elements=keys)
+    return statement

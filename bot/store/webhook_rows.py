@@ -1,0 +1,170 @@
+"""The `webhook_deliveries` table: the SQL of adapters/api/webhooks.py.
+
+A delivery is claimed for one attempt with a compare-and-set on its attempt count and lease,
+so two workers never send the same attempt at once; a worker that dies mid-attempt leaves a
+lease that lapses, and the row is claimed again. An attempt's outcome is written with its audit
+lines in one transaction, and only by the worker still holding that attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Executable,
+    Row,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+
+from bot.records import AuditEntry
+from bot.store.journal import INSERT_AUDIT, audit_values
+from bot.store.tables import webhook_deliveries as deliveries
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One webhook delivery as stored. `attempts` counts the attempts claimed so far (the one
+    in progress included); `first_at` is when the first of them was claimed."""
+
+    id: str
+    request_id: str
+    requester: str
+    url: str
+    body: str  # the exact JSON sent
+    attempts: int
+    first_at: datetime
+    next_at: datetime
+    lease_until: datetime | None = None
+    worker: str | None = None
+    done_at: datetime | None = None
+    outcome: str | None = None
+
+
+_COLUMNS = tuple(field.name for field in fields(Delivery))
+
+
+def _claimable(now: str) -> ColumnElement[bool]:
+    """Not done, and nobody holds it (no lease, or a lapsed one)."""
+    lease = deliveries.c.lease_until
+    return deliveries.c.done_at.is_(None) & or_(lease.is_(None), lease < bindparam(now))
+
+
+DUE = (
+    select(deliveries)
+    .where(_claimable("now"), deliveries.c.next_at <= bindparam("now"))
+    .order_by(deliveries.c.next_at)
+    .limit(bindparam("limit"))
+)
+# The claim: still the attempt count read, still claimable (another worker may have won it).
+TAKE = (
+    update(deliveries)
+    .where(
+        deliveries.c.id == bindparam("b_id"),
+        deliveries.c.attempts == bindparam("b_seen"),
+        _claimable("b_now"),
+    )
+    .values(
+        attempts=bindparam("b_attempts"),
+        first_at=bindparam("b_first"),
+        lease_until=bindparam("b_lease"),
+        worker=bindparam("b_worker"),
+    )
+)
+_HELD = (
+    deliveries.c.id == bindparam("b_id"),
+    deliveries.c.worker == bindparam("b_worker"),
+    deliveries.c.attempts == bindparam("b_attempts"),
+    deliveries.c.done_at.is_(None),
+)
+FINISH = (
+    update(deliveries)
+    .where(*_HELD)
+    .values(
+        next_at=bindparam("b_next"),
+        done_at=bindparam("b_done"),
+        outcome=bindparam("b_outcome"),
+        lease_until=None,
+        worker=None,
+    )
+)
+RELEASE = update(deliveries).where(*_HELD).values(lease_until=None, worker=None)
+# When the next delivery can be claimed: its next_at, or its lease's end if that is later.
+_FREE_AT = case(
+    (deliveries.c.lease_until > deliveries.c.next_at, deliveries.c.lease_until),
+    else_=deliveries.c.next_at,
+)
+NEXT_DUE = select(func.min(_FREE_AT)).where(deliveries.c.done_at.is_(None))
+
+
+def delivery_of(row: Row[Any]) -> Delivery:
+    values = row._mapping
+    return Delivery(**{name: values[name] for name in _COLUMNS})
+
+
+def add(conn: Connection, delivery: Delivery) -> bool:
+    """Insert the delivery; False if its request has one already."""
+    dialect_insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    keys = [deliveries.c.request_id]
+    statement: Executable = dialect_insert(deliveries).on_conflict_do_nothing(index_elements=keys)
+    return conn.execute(statement, asdict(delivery)).rowcount == 1
+
+
+def claim_due(
+    conn: Connection, worker: str, now: datetime, lease_until: datetime, limit: int
+) -> list[Delivery]:
+    """Claim up to `limit` due deliveries for one attempt each: returned as claimed (their
+    attempt counted, leased to `worker`)."""
+    claimed = []
+    for row in conn.execute(DUE, {"now": now, "limit": limit}).all():
+        seen = delivery_of(row)
+        first_at = now if seen.attempts == 0 else seen.first_at
+        taken = replace(seen, attempts=seen.attempts + 1, first_at=first_at,
+                        lease_until=lease_until, worker=worker)  # fmt: skip
+        binds = {
+            "b_id": seen.id, "b_seen": seen.attempts, "b_now": now, "b_attempts": taken.attempts,
+            "b_first": first_at, "b_lease": lease_until, "b_worker": worker,
+        }  # fmt: skip
+        if conn.execute(TAKE, binds).rowcount == 1:
+            claimed.append(taken)
+    return claimed
+
+
+def finish(conn: Connection, delivery: Delivery, worker: str, audit: list[AuditEntry]) -> bool:
+    """Write an attempt's outcome (`delivery`'s next_at, done_at, outcome) and its audit lines,
+    if `worker` still holds that attempt; False (nothing written) if not."""
+    binds = {
+        "b_id": delivery.id, "b_worker": worker, "b_attempts": delivery.attempts,
+        "b_next": delivery.next_at, "b_done": delivery.done_at, "b_outcome": delivery.outcome,
+    }  # fmt: skip
+    if conn.execute(FINISH, binds).rowcount != 1:
+        return False
+    for entry in audit:
+        conn.execute(INSERT_AUDIT, audit_values(entry))
+    return True
+
+
+def release(conn: Connection, delivery: Delivery, worker: str) -> None:
+    """Give an attempt back unfinished: the delivery is due again, for any worker."""
+    binds = {"b_id": delivery.id, "b_worker": worker, "b_attempts": delivery.attempts}
+    conn.execute(RELEASE, binds)
+
+
+def next_due(conn: Connection) -> datetime | None:
+    due: datetime | None = conn.execute(NEXT_DUE).scalar()
+    return due
+
+
+def delivery(conn: Connection, request_id: str) -> Delivery | None:
+    query = select(deliveries).where(deliveries.c.request_id == request_id)
+    row = conn.execute(query).first()
+    return delivery_of(row) if row is not None else None
