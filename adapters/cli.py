@@ -1,4 +1,4 @@
-"""The `hitl-bridge` command: demo, serve, db, pending, audit, grants, tokens.
+"""The `hitl-bridge` command: demo, serve, mcp, db, pending, audit, grants, tokens.
 
 A failure is one line on stderr naming its cause and its fix, with exit status 2 for
 configuration and 1 otherwise (adapters/startup.py); `--debug` adds the traceback. Everything
@@ -13,6 +13,7 @@ import asyncio
 import getpass
 import json
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -76,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     revoke = grant_actions.add_parser("revoke", parents=[common], help="revoke a grant now")
     revoke.add_argument("id", help="the grant's id (from `hitl-bridge grants list`)")
     audit.add_argument("--limit", type=int, default=50, help="how many lines (default 50)")
+    mcp = commands.add_parser(
+        "mcp", parents=[common], help="the MCP tools over stdio (a proxy to a running serve)"
+    )
+    mcp.add_argument("--url", help="the bridge's URL (default HITL_URL)")
+    mcp.add_argument("--token", help="a token of `hitl-bridge tokens create` (default HITL_TOKEN;"
+                     " preferred: an argument shows in `ps`)")  # fmt: skip
     tokens = commands.add_parser(
         "tokens", parents=[common], help="bearer tokens of the HTTP API and the MCP server"
     )
@@ -104,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not any(isinstance(f, _NotOurMistake) for f in bolt.filters):
         bolt.addFilter(_NotOurMistake())
     try:
+        if args.command == "mcp":  # stdout is the protocol's: nothing else is printed there
+            from adapters.mcp.stdio import proxy_target, run_stdio_proxy
+
+            return asyncio.run(run_stdio_proxy(*proxy_target(args.url, args.token, os.environ)))
         return asyncio.run(_run(args, Settings()))
     except KeyboardInterrupt:
         return 130

@@ -1,5 +1,6 @@
 """The doors of `serve` (DESIGN.md §7), composed: the HTTP API under /api/v1 and its webhooks,
-over one `Doors` (bot/doors.py) on the bridge's handler, store and surfaces."""
+and the MCP server at /mcp, over one `Doors` (bot/doors.py) on the bridge's handler, store
+and surfaces."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from aiohttp import web
 
 from adapters.api.routes import ApiDoor
 from adapters.api.webhooks import Webhooks, check_url
+from adapters.mcp.server import McpDoor
 from adapters.settings import Settings
 from bot import Bridge, HumanInputHandler, HumanTool
 from bot.doors import Doors
@@ -27,12 +29,20 @@ class DoorService:
     tokens: Tokens
     api: ApiDoor
     webhooks: Webhooks
+    mcp: McpDoor
 
     def mount(self, app: web.Application) -> None:
         self.api.mount(app)
+        self.mcp.mount(app)
 
     async def start(self) -> None:
+        await self.mcp.start()
         await self.webhooks.start()
+
+    async def stop_waiting(self) -> None:
+        """End the MCP calls waiting on a person (before the HTTP server stops: they would
+        hold its shutdown timeout); once only."""
+        await self.mcp.close()
 
     async def close(self) -> None:
         await self.doors.close()
@@ -65,4 +75,5 @@ def open_doors(
     webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private)
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
-    return DoorService(doors, tokens, api, webhooks)
+    mcp = McpDoor(doors, tokens, default_to=settings.mcp_default_to)
+    return DoorService(doors, tokens, api, webhooks, mcp)

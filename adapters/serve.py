@@ -207,6 +207,9 @@ class Server:
         self.service.bridge.suspend()
         if self.socket_mode is not None:
             await self.socket_mode.close_async()  # type: ignore[no-untyped-call]
+        if self.service.doors is not None:
+            with contextlib.suppress(Exception):
+                await self.service.doors.stop_waiting()
         await self.runner.cleanup()
         await _close(self.service)
 

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot import ConfigurationError
+from bot.addresses import read_address
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
 # The stores there are: SQLite through aiosqlite, PostgreSQL through asyncpg (plain names are
@@ -74,6 +75,13 @@ class Settings(BaseSettings):
                 "postgresql+asyncpg:// (a PostgreSQL server)"
             )
         return value
+
+    @field_validator("mcp_default_to")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        if value:
+            read_address(value)  # its UnknownAddressError (a ValueError) says what is wrong
+        return value or None
 
     def check_database(self) -> None:
         """ConfigurationError if the database cannot be where HITL_DATABASE_URL says: a SQLite

@@ -1,11 +1,12 @@
-"""bot.client against the bridge's HTTP API, over real HTTP on loopback.
+"""bot.client's own behaviour over real HTTP on loopback: retries, backoff, idempotent
+re-creates, long polls that give up, errors read from bodies.
 
-STAND-IN: `StandIn` below serves a small but faithful stand-in of the API (/api/v1, as its
-contract says: bearer auth and 401, create with idempotency keys (201 new, 200 the first
-request again), 400 with the invalid fields, long polls of at most 60 s, 404, newest-first
-pages, cancel). It will be replaced by the real server once adapters/api lands; the tests
-drive it only through `StandIn`'s person-side methods (answer, decline, expire…), the
-requests it recorded, and the failures it injects.
+`StandIn` below serves the API's contract (/api/v1: bearer auth and 401, idempotent creates,
+400 with the invalid fields, long polls, 404, pages, cancel) and, unlike the real service,
+can fail on purpose (a 503 after recording a create, a 429 with Retry-After, a dropped
+connection, a server that ignores `wait`): the faults the client must survive. The client
+against the real service, answered by clicks in Slack, is tests/adapters/api/
+test_client_e2e.py.
 """
 
 from __future__ import annotations

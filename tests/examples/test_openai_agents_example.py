@@ -1,0 +1,52 @@
+"""examples/openai_agents/agent.py, run against a bridge on loopback with the example's local
+ScriptedModel (no OpenAI): the pending approval of `deploy` is asked of the person, and the run
+is approved or rejected as they decide."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from bot.client import HitlClient
+from examples.openai_agents import agent
+from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
+
+WITHIN = 10.0  # seconds a run may take here
+CALL = 'deploy({"service": "payments", "version": "v2"})'
+
+
+def approver(asked: Asked) -> Answer:
+    return Answer({"approved": True})
+
+
+def refuser(asked: Asked) -> Decline:
+    return Decline("Not during the change freeze")
+
+
+async def test_an_approved_deploy_runs_and_the_run_completes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the example's default: ScriptedModel
+    async with bridge(approver) as hitl, HitlClient(hitl.url, hitl.token) as client:
+        outcome = await asyncio.wait_for(agent.run(client, TO), WITHIN)
+    [asked] = hitl.asked
+    assert (asked.tool, asked.to) == ("requestApproval", TO)
+    action = asked.arguments["action"]
+    assert action.startswith("deploy ")
+    assert json.loads(action.removeprefix("deploy ")) == {"service": "payments", "version": "v2"}
+    assert outcome.deployed == ["payments v2"]
+    assert outcome.decisions == [agent.Decision(CALL, approved=True, reason=None)]
+    assert outcome.output == "deploy: payments v2 is live in production"
+
+
+async def test_a_rejected_deploy_does_not_run_and_the_model_is_told_why() -> None:
+    async with bridge(refuser) as hitl, HitlClient(hitl.url, hitl.token) as client:
+        outcome = await asyncio.wait_for(agent.run(client, TO, model=agent.ScriptedModel()), WITHIN)
+    assert [a.tool for a in hitl.asked] == ["requestApproval"]
+    assert outcome.deployed == []
+    assert outcome.decisions == [
+        agent.Decision(CALL, approved=False, reason="Not during the change freeze")
+    ]
+    assert outcome.output == "deploy: A person declined: Not during the change freeze"
