@@ -24,9 +24,13 @@ from tests.fakes.slack_signing import view_submission_payload
 APPROVAL = {"action": "Deploy v2", "reason": "Release day"}
 
 
-async def post_again(env: Env, payload: dict[str, Any], times: int) -> list[tuple[int, str]]:
-    """Post one signed request `times` times, at once: the same headers, the same body."""
-    stamp = int(time.time())
+async def post_again(
+    env: Env, payload: dict[str, Any], times: int, stamp: int | None = None
+) -> list[tuple[int, str]]:
+    """Post one signed request `times` times, at once: the same headers, the same body. Signed
+    at `stamp` (now if None): a later replay passes the first's, or a second that has ticked
+    over in between makes it another request."""
+    stamp = int(time.time()) if stamp is None else stamp
 
     async def once() -> tuple[int, str]:
         response = await env.post(payload, timestamp=stamp)
@@ -49,8 +53,9 @@ async def test_a_replayed_click_is_processed_once(
 ) -> None:
     thread, message = await start_turn(env, "requestApproval", APPROVAL)
     click = env.click_payload(message, "hitl_approve")
+    stamp = int(time.time())
 
-    responses = await post_again(env, click, 3)
+    responses = await post_again(env, click, 3, stamp)
 
     assert [status for status, _ in responses] == [200, 200, 200]
     result = await finish(env, thread, message, answered_by(ALICE))
@@ -59,7 +64,7 @@ async def test_a_replayed_click_is_processed_once(
     assert record.status is RequestStatus.RESOLVED
     assert await settle_actions(env, record.id) == ["request.resolved"]
     # Processed again, a click on an answered request is told "already answered by…".
-    assert (await post_again(env, click, 1))[0][0] == 200
+    assert (await post_again(env, click, 1, stamp))[0][0] == 200
     await asyncio.sleep(0.2)  # what a replay would have set off
     assert env.slack.ephemerals == []
     assert len(env.slack.calls_to("chat.update")) == 2  # preparing -> executing -> answered
@@ -91,8 +96,9 @@ async def test_a_replayed_modal_submission_is_ignored_silently(env: Env) -> None
         view=view, user_id=ALICE, values={"reason": {"reason": "Not on a Friday"}}
     )
 
-    first = await post_again(env, submission, 1)
-    again = await post_again(env, submission, 2)
+    stamp = int(time.time())
+    first = await post_again(env, submission, 1, stamp)
+    again = await post_again(env, submission, 2, stamp)
 
     # The first closes the modal; processed again, a replay would turn it into a notice that
     # the request was already declined. Ignored, it is a bare ack.
