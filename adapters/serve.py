@@ -14,6 +14,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from adapters.agent import Agent, make_provider, open_agent, read_agent_file
 from adapters.doors import DoorService, open_doors
+from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
@@ -92,6 +93,7 @@ async def build_service(settings: Settings) -> Service:
     slack_secrets = check_slack_settings(settings) if teams is None else _slack_if_set(settings)
     settings, config = read_agent_file(settings)
     check_model_settings(settings)
+    deciders = open_deciders(settings)  # the policy file read before anything is opened
     store = await open_store(settings.database_url, migrate=False)
     try:
         with database_step(settings.database_url):
@@ -116,7 +118,7 @@ async def build_service(settings: Settings) -> Service:
     # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
     router = Router(
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
-        tools=tools,
+        tools=tools, deciders=deciders,
     )  # fmt: skip
     slack = None
     if slack_secrets is not None:
@@ -137,6 +139,7 @@ async def build_service(settings: Settings) -> Service:
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
             config=teams, router=router, grants=grants,
         )  # fmt: skip
+    read_groups(deciders, slack.client if slack is not None else None, service.teams)
     return service
 
 

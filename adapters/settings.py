@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     # Webhooks to loopback and private addresses: for local set-ups and tests only.
     webhook_allow_private: bool = Field(False, alias="HITL_WEBHOOK_ALLOW_PRIVATE")
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
+    # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
+    policy_file: Path | None = Field(None, alias="HITL_POLICY_FILE")
 
     @property
     def scripted_model(self) -> bool:

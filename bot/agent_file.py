@@ -34,7 +34,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -44,13 +43,13 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from bot.errors import ConfigurationError
 from bot.human_tools import BUILTIN_TOOLS
+from bot.yaml_file import YamlLines, load_yaml_model, parse_yaml_model, shown_path
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an assistant working with a team. Use your tools to do what you are asked. Before "
@@ -59,8 +58,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # what the model's API accepts as a tool name
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-Path_ = tuple[str | int, ...]
 
 
 class _Strict(BaseModel):
@@ -231,29 +228,27 @@ class AgentConfig(_Strict):
     ] = tuple(BUILTIN_TOOLS)
     tools: tuple[ToolSourceConfig, ...] = ()
 
-    _file: Path | None = PrivateAttr(default=None)
-    _lines: dict[Path_, int] = PrivateAttr(default_factory=dict)
+    _lines: YamlLines | None = PrivateAttr(default=None)  # None: a config built in code
 
     @property
     def file(self) -> Path | None:
         """The file it was read from (None for a config built in code)."""
-        return self._file
+        return self._lines.file if self._lines is not None else None
 
     @property
     def folder(self) -> Path:
         """Where relative paths in it are from: the file's folder (else the current one)."""
-        return self._file.parent if self._file is not None else Path.cwd()
+        return self._lines.file.parent if self._lines is not None else Path.cwd()
 
     def where(self, *path: str | int) -> str:
         """`FILE:LINE` of the nearest written part of `path` (`"tools", 0, "approval", 1`)."""
-        if self._file is None:
+        if self._lines is None:
             return "the agent configuration"
-        line = _nearest_line(self._lines, path)
-        return f"{self._file}:{line}" if line is not None else str(self._file)
+        return self._lines.where(*path)
 
     def error(self, path: Sequence[str | int], message: str) -> ConfigurationError:
         """A one-line error at `path`: `FILE:LINE: field: message`."""
-        return ConfigurationError(f"{self.where(*path)}: {_shown_path(path)}: {message}")
+        return ConfigurationError(f"{self.where(*path)}: {shown_path(path)}: {message}")
 
 
 # -- reading the file ---------------------------------------------------------------------------
@@ -261,111 +256,19 @@ class AgentConfig(_Strict):
 
 def load_agent_file(path: str | os.PathLike[str]) -> AgentConfig:
     """The agent file at `path`, validated; ConfigurationError (one line, FILE:LINE) if not."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigurationError(f"{file}: the agent file does not exist") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigurationError(f"{file}: cannot read the agent file: {err}") from None
-    return parse_agent_file(text, file)
-
-
-def parse_agent_file(text: str, file: Path) -> AgentConfig:
-    """The agent file's text, validated (see `load_agent_file`)."""
-    try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(err.problem or err.context or "invalid YAML").split())
-        raise ConfigurationError(f"{file}{line}: not valid YAML: {problem}") from None
-    except yaml.YAMLError as err:
-        raise ConfigurationError(f"{file}: not valid YAML: {_one_line(str(err))}") from None
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _collect_lines(node, (), lines)
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigurationError(f"{file}:{lines.get((), 1)}: the agent file must be a mapping")
-    try:
-        config = AgentConfig.model_validate(data)
-    except ValidationError as err:
-        raise _validation_error(err, file, lines, data) from None
-    config._file = file
+    config, lines = load_yaml_model(path, AgentConfig, _WHAT)
     config._lines = lines
     return config
 
 
-def _collect_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
-    """Each part's line: a mapping entry's key line, a list item's own line."""
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = (*path, str(key.value))
-            lines[child] = key.start_mark.line + 1
-            _collect_lines(value, child, lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _collect_lines(item, (*path, index), lines)
+def parse_agent_file(text: str, file: Path) -> AgentConfig:
+    """The agent file's text, validated (see `load_agent_file`)."""
+    config, lines = parse_yaml_model(text, file, AgentConfig, _WHAT)
+    config._lines = lines
+    return config
 
 
-def _nearest_line(lines: Mapping[Path_, int], path: Sequence[str | int]) -> int | None:
-    for end in range(len(path), -1, -1):
-        line = lines.get(tuple(path[:end]))
-        if line is not None:
-            return line
-    return None
-
-
-def _validation_error(
-    err: ValidationError, file: Path, lines: Mapping[Path_, int], data: Any
-) -> ConfigurationError:
-    errors = err.errors()
-    first = errors[0]
-    path = _written_path(first["loc"], data)
-    line = _nearest_line(lines, path)
-    message = str(first["msg"]).removeprefix("Value error, ")
-    if first["type"] == "missing":
-        message = "a required key is missing"
-    elif first["type"] == "extra_forbidden":
-        message = "unknown key"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    where = f"{file}:{line}" if line is not None else str(file)
-    shown = _shown_path(path) or "the file"
-    return ConfigurationError(f"{where}: {shown}: {message}{more}")
-
-
-def _written_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
-    """The error's location as written in the file: pydantic's union tags (`mcp`,
-    `function-after[...]`) skipped, a missing key kept at the end."""
-    path: list[str | int] = []
-    node = data
-    for index, part in enumerate(loc):
-        written = isinstance(node, dict) and part in node
-        listed = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        if written or listed:
-            node = node[part]
-        elif index == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str):
-            path.append(part)  # a missing key
-            break
-        else:
-            continue
-        path.append(part)
-    return path
-
-
-def _shown_path(path: Sequence[str | int]) -> str:
-    shown = ""
-    for part in path:
-        shown += f"[{part}]" if isinstance(part, int) else (f".{part}" if shown else part)
-    return shown
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+_WHAT = "the agent file"
 
 
 # -- what the file names -------------------------------------------------------------------------

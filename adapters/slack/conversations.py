@@ -139,7 +139,9 @@ class Conversations:
         # From the store, not memory: the question may have been asked by another worker, or
         # by this one before a restart.
         for request in await self.store.pending_in_room(room.room_id):
-            if not self.router.takes_replies(request) or not self.router.may_answer(request, user):
+            if not self.router.takes_replies(request):
+                continue
+            if not await self.router.may_answer(request, user):
                 continue
             reply = Interaction(request.id, user, Verb.ANSWER, {"answer": text}, surface=SURFACE)
             outcome = await self.router.handle(reply, request)

@@ -96,18 +96,18 @@ class Invokes:
         if record is None:
             return message_response(wording.UNKNOWN.plain)
         if action.verb is None:  # a refresh
-            return self._refreshed(record, action, user, teams_user_id)
+            return await self._refreshed(record, action, user, teams_user_id)
         form = self.router.form_for(record, action.verb)
         person = interaction(
             action, form, user_id=user, teams_user_id=teams_user_id, name=self.people.name(user)
         )
         return self._drawn(await self.router.handle(person, record), action, user)
 
-    def _refreshed(
+    async def _refreshed(
         self, record: RequestRecord, action: CardAction, user: str, teams_user_id: str
     ) -> dict[str, Any]:
         pending = record.status is RequestStatus.PENDING
-        may_answer = self.router.may_answer(record, user, (teams_user_id,))
+        may_answer = await self.router.may_answer(record, user, (teams_user_id,))
         told = pending and action.trigger == "manual" and not may_answer
         notice = wording.not_yours(record) if told else None
         return self._card(record, user, live=pending and may_answer, notice=notice)

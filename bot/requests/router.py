@@ -23,6 +23,8 @@ from bot.audit import record_refused_answer
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler
 from bot.human_tools import HumanTool
+from bot.policies.deciders import Deciders
+from bot.policies.rules import Policy
 from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError
 from bot.requests import wording
 from bot.requests.catalog import kind_of
@@ -108,12 +110,18 @@ class Router:
         handlers: Sequence[HumanInputHandler] = (),
         policy: AnswerPolicy | None = None,
         tools: Mapping[str, HumanTool] | None = None,
+        deciders: Deciders | None = None,
     ) -> None:
+        """`deciders` say who may answer (a policy file's rules, bot/policies/); without
+        them, today's rule: the actor, `policy`'s approvers and admins."""
         self.store = store
         self.handler_for = handler_for
         self.handlers = handlers  # searched for a request when there is no store
         self.policy = policy or AnswerPolicy()
         self.tools: Mapping[str, HumanTool] = tools if tools is not None else {}
+        self.deciders = deciders or Deciders(
+            Policy.default(self.policy.approvers, self.policy.admins)
+        )
 
     async def load(self, request_id: str) -> RequestRecord | None:
         """The request by id, from the store (any worker's), else from the handlers' memory."""
@@ -125,10 +133,11 @@ class Router:
                 return request
         return None
 
-    def may_answer(self, record: RequestRecord, user_id: str, aliases: Sequence[str] = ()) -> bool:
+    async def may_answer(
+        self, record: RequestRecord, user_id: str, aliases: Sequence[str] = ()
+    ) -> bool:
         """Whether this person (by any of their ids) may answer the request."""
-        ids = (user_id, *aliases)
-        return any(self.policy.may_answer(user, record.actor_id) for user in ids if user)
+        return (await self.deciders.check(record, (user_id, *aliases))).allowed
 
     def controls(self, record: RequestRecord) -> list[Control]:
         tool = self.tools.get(record.tool_name)
@@ -153,9 +162,11 @@ class Router:
             return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
         if record.status is not RequestStatus.PENDING:
             return Refused(Refusal.SETTLED, wording.already_settled(record), record)
-        if not self.may_answer(record, interaction.user_id, interaction.aliases):
+        verdict = await self.deciders.check(record, (interaction.user_id, *interaction.aliases))
+        if not verdict.allowed:
             await self._audit_refusal(record, interaction)
-            return Refused(Refusal.NOT_YOURS, wording.not_yours(record), record)
+            notice = verdict.notice or wording.not_yours(record)
+            return Refused(Refusal.NOT_YOURS, notice, record)
         control = next((c for c in self.controls(record) if c.verb is interaction.verb), None)
         if control is None:
             return Refused(Refusal.UNFIT, wording.UNFIT, record)

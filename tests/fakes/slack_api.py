@@ -324,6 +324,7 @@ class FakeSlack:
         self.trigger_ttl = trigger_ttl
         self.users: dict[str, JSON] = {}
         self.channels: set[str] = set()  # known to conversations.info (with those posted in)
+        self.usergroups: dict[str, list[str]] = {}  # user group id -> its members' user ids
         self.files: dict[str, JSON] = {}
         self.calls: list[tuple[str, JSON]] = []
         self.ephemerals: list[JSON] = []
@@ -357,6 +358,7 @@ class FakeSlack:
             "users.lookupByEmail": self._lookup_by_email,
             "conversations.open": self._open,
             "conversations.info": self._conversation_info,
+            "usergroups.users.list": self._usergroup_users,
         }
 
     # -- lifecycle
@@ -398,6 +400,11 @@ class FakeSlack:
             "tz": "UTC", "tz_offset": 0, "profile": profile, **extra,
         }  # fmt: skip
         return self.users[user_id]
+
+    def add_usergroup(self, usergroup_id: str, users: list[str]) -> list[str]:
+        """A user group (``S…``) for ``usergroups.users.list``, with its members' ids."""
+        self.usergroups[usergroup_id] = list(users)
+        return self.usergroups[usergroup_id]
 
     def add_file(
         self, file_id: str, name: str, content: bytes = b"", *, mimetype: str = "text/plain",
@@ -671,6 +678,11 @@ class FakeSlack:
         if channel not in self.channels and channel not in self._messages:
             raise SlackError("channel_not_found")
         return {"channel": {"id": channel, "is_member": True}}
+
+    def _usergroup_users(self, args: JSON) -> JSON:
+        if (users := self.usergroups.get(str(args.get("usergroup")))) is None:
+            raise SlackError("no_such_subteam")
+        return {"users": list(users)}
 
     def _post_message(self, args: JSON) -> JSON:
         if not (channel := args.get("channel")):

@@ -1,0 +1,117 @@
+"""Who may answer a request, under its policy rule: checked by the router at click time.
+
+A request's rule is the policy's for its subject: an approval gate's gated tool and arguments,
+a human tool's own name and arguments. Someone may answer when they are an admin, or one of
+the rule's approvers: a named user, a member of a named group (read through the Directory,
+briefly cached), or the actor when the rule lists `actor` (a request without an actor is then
+anyone's in its conversation, as it always was). Under `allow_self: false` the actor may not
+answer their own request (four-eyes), whoever else they are. A group that cannot be read
+lets nobody in through it, and the refusal says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.directory import Directory, GroupUnreadable
+from bot.policies.policy_file import Rule
+from bot.policies.principals import Principal
+from bot.policies.rules import Policy
+from bot.records import RequestRecord
+from bot.requests import wording
+from bot.requests.wording import Phrase
+from bot.tools.approvals import GATE_TOOL
+
+SHOWN = 3  # approvers a refusal names before "and others"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a person may answer; `notice` says privately why not."""
+
+    allowed: bool
+    notice: Phrase | None = None
+
+
+ALLOWED = Verdict(True)
+
+
+class Deciders:
+    """Who may answer each request (see the module's docstring)."""
+
+    def __init__(self, policy: Policy, directory: Directory | None = None) -> None:
+        self.policy = policy
+        self.directory = directory
+
+    def rule(self, record: RequestRecord) -> Rule:
+        tool, arguments = subject(record)
+        return self.policy.rule_for(tool, arguments)
+
+    async def check(self, record: RequestRecord, users: Sequence[str]) -> Verdict:
+        """May the person known by `users` (their id, then its aliases) answer `record`?"""
+        rule = self.rule(record)
+        ids = [user for user in users if user]
+        if record.actor_id is not None and record.actor_id in ids and not rule.allow_self:
+            return Verdict(False, Phrase("This needs someone other than you to answer: you "
+                                         "asked for it."))  # fmt: skip
+        if any(user in self.policy.admins for user in ids):
+            return ALLOWED
+        unreadable: list[GroupUnreadable] = []
+        for principal in rule.approvers:
+            try:
+                if await self._holds(principal, record, ids):
+                    return ALLOWED
+            except GroupUnreadable as err:
+                unreadable.append(err)
+        if unreadable:
+            said = str(unreadable[0])
+            why = Phrase("{why}: nobody can answer through it until it can be read.",
+                         values={"why": said[:1].upper() + said[1:]})  # fmt: skip
+            return Verdict(False, why)
+        return Verdict(False, refusal(rule, record, rule is self.policy.fallback))
+
+    async def _holds(self, principal: Principal, record: RequestRecord, ids: list[str]) -> bool:
+        if principal.kind == "actor":
+            return record.actor_id is None or record.actor_id in ids
+        if principal.kind == "user":
+            return principal.id in ids
+        if self.directory is None:
+            raise GroupUnreadable(str(principal), "no directory of groups is configured")
+        for user in ids:
+            if await self.directory.is_member(user, str(principal)):
+                return True
+        return False
+
+
+def subject(record: RequestRecord) -> tuple[str, Mapping[str, Any]]:
+    """The call a request is about: the gated tool's, for an approval gate."""
+    if record.tool_name == GATE_TOOL:
+        tool, arguments = record.arguments.get("tool"), record.arguments.get("arguments")
+        return (str(tool or ""), arguments if isinstance(arguments, Mapping) else {})
+    return record.tool_name, record.arguments
+
+
+def refusal(rule: Rule, record: RequestRecord, default: bool = False) -> Phrase:
+    """The private notice to someone the rule does not let answer: who may. Under today's
+    rule (`default`), today's words."""
+    if default or rule.approvers == (Principal("actor"),):
+        return wording.not_yours(record)
+    people: dict[str, str] = {}
+    names: list[str] = []
+    for n, principal in enumerate(p for p in rule.approvers if p.kind != "actor"):
+        if n == SHOWN:
+            names.append("others")
+            break
+        if principal.kind == "user":
+            key = f"person_{'abc'[n]}"  # a placeholder is letters and underscores
+            people[key] = principal.id
+            names.append(f"{{{key}}}")
+        else:
+            names.append(f"the group {principal}")
+    if any(p.kind == "actor" for p in rule.approvers) and record.actor_id:
+        people["actor"] = record.actor_id
+        names.insert(0, "{actor}")
+    listed = ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
+    return Phrase(f"Only {listed} may answer this request.", people)

@@ -1,0 +1,89 @@
+"""A policy file end to end in Slack (HITL_POLICY_FILE): who may answer is its rule's, checked
+at click time; a group's members read through Slack (usergroups.users.list); the actor
+refused under `allow_self: false`; a group that cannot be read lets nobody in, and says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.errors import ConfigurationError
+from tests.adapters.slack.conftest import ALICE, STRANGER, WAIT, Env, StartEnv
+from tests.adapters.slack.test_e2e import answered_by, finish, start_turn
+
+BOB = "U0BOB00001"  # named in the rule
+CAROL = "U0CAROL001"  # in the ops group
+OPS = "S0OPSTEAM"
+POLICY = f"""\
+rules:
+  - match: {{tool: requestApproval, arguments: {{action: Deploy to production}}}}
+    approvers: [slack:{OPS}, slack:{BOB}]
+    allow_self: false
+  - match: {{tool: requestApproval, arguments: {{action: Rotate keys}}}}
+    approvers: [slack:S0NOSUCH1]
+  - match: {{tool: "*"}}
+    approvers: [actor]
+"""
+
+
+async def served(start_env: StartEnv, tmp_path: Path) -> Env:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    env = await start_env(HITL_POLICY_FILE=str(policy))
+    for user, name in ((BOB, "bob"), (CAROL, "carol")):
+        env.slack.add_user(user, name)
+    env.slack.add_usergroup(OPS, [CAROL, ALICE])  # Alice is in ops too: still not for her own
+    return env
+
+
+async def notice_to(env: Env, user: str, count: int) -> str:
+    """The `count`-th ephemeral so far, which must be `user`'s."""
+    await env.slack.wait_for(lambda: len(env.slack.ephemerals) >= count, WAIT)
+    told = env.slack.ephemerals[count - 1]
+    assert told["user"] == user
+    return str(told["text"])
+
+
+async def test_the_rule_decides_who_may_answer(start_env: StartEnv, tmp_path: Path) -> None:
+    env = await served(start_env, tmp_path)
+    deploy = {"action": "Deploy to production", "reason": "v2"}
+    thread, message = await start_turn(env, "requestApproval", deploy)
+    await env.click(message, "hitl_approve", user=STRANGER)
+    assert await notice_to(env, STRANGER, 1) == (
+        f"Only the group slack:{OPS} or <@{BOB}> may answer this request."
+    )
+    await env.click(message, "hitl_approve")  # Alice asked: four-eyes
+    assert await notice_to(env, ALICE, 2) == (
+        "This needs someone other than you to answer: you asked for it."
+    )
+    await env.click(message, "hitl_approve", user=CAROL)  # a member of the group
+    result = await finish(env, thread, message, answered_by(CAROL))
+    assert json.loads(result["content"]) == {"approved": True}
+    refused = [e for e in await env.store.list_audit(limit=100) if e.action == "answer_refused"]
+    assert sorted(str(e.actor_id) for e in refused) == sorted([STRANGER, ALICE])
+    assert env.slack.calls_to("usergroups.users.list")  # read through Slack
+
+
+async def test_a_group_that_cannot_be_read_lets_nobody_in(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    env = await served(start_env, tmp_path)
+    _, message = await start_turn(env, "requestApproval", {"action": "Rotate keys", "reason": "x"})
+    await env.click(message, "hitl_approve", user=BOB)
+    said = await notice_to(env, BOB, 1)
+    assert said.startswith("The members of slack:S0NOSUCH1 cannot be read: ")
+    assert "no_such_subteam" in said and said.endswith("until it can be read.")
+
+
+async def test_a_wrong_policy_file_stops_serve_in_one_line(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("rules:\n  - match: {tool: deploy}\n    approvers: [bob]\n")
+    with pytest.raises(ConfigurationError) as failed:
+        await start_env(HITL_POLICY_FILE=str(policy))
+    said: Any = str(failed.value)
+    assert said.startswith(f"{policy}:3: rules[0].approvers[0]: ") and "\n" not in said

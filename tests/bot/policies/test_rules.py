@@ -1,0 +1,106 @@
+"""Which rule a call asks under: the first match, by tool glob and argument values; else today's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ConfigurationError
+from bot.policies import Policy, Principal, Rule, load_policy_file
+
+ROOT = Path(__file__).resolve().parents[3]
+APPROVERS = frozenset({"U0ANN00002"})
+ADMINS = frozenset({"U0ADM00009"})
+
+
+def policy_of(tmp_path: Path, text: str) -> Policy:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    return Policy.from_file(load_policy_file(path), APPROVERS, ADMINS)
+
+
+def index_of(policy: Policy, rule: Rule) -> int | None:
+    return next((i for i, mine in enumerate(policy.rules) if mine is rule), None)
+
+
+RULES = """\
+rules:
+  - match: {tool: "deploy*", arguments: {env: production}}
+    approvers: [slack:S0OPSTEAM]
+  - match: {tool: "deploy*", arguments: {env: [staging, development], force: true}}
+    approvers: [slack:U0BOB00001]
+  - match: {tool: "deploy*"}
+    approvers: [actor, slack:U0BOB00001]
+  - match: {tool: "restart", arguments: {replicas: 3}}
+    approvers: [slack:U0CAT00003]
+  - match: {tool: "Ask*"}
+    approvers: [actor]
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "index"),
+    [
+        ("deploy", {"env": "production", "service": "ledger"}, 0),  # first match wins
+        ("deploy_canary", {"env": "production"}, 0),  # the glob
+        ("deploy", {"env": "staging", "force": True}, 1),  # one of a list, and both arguments
+        ("deploy", {"env": "development", "force": True}, 1),
+        ("deploy", {"env": "staging", "force": 1}, 2),  # 1 is no boolean
+        ("deploy", {"env": "staging"}, 2),  # an argument not given matches nothing
+        ("deploy", {"env": "qa", "force": True}, 2),
+        ("deploy", {"env": ["production"]}, 2),  # a list given equals no one value
+        ("restart", {"replicas": 3.0}, 3),  # numbers are numbers
+        ("restart", {"replicas": "3"}, None),  # a string is no number
+        ("AskUserQuestion", {}, 4),
+        ("askUserQuestion", {}, None),  # case counts
+        ("Deploy", {"env": "production"}, None),
+        ("status", {"service": "ledger"}, None),  # no match: today's rule
+    ],
+)
+def test_the_first_matching_rule(
+    tmp_path: Path, tool: str, arguments: dict[str, object], index: int | None
+) -> None:
+    policy = policy_of(tmp_path, RULES)
+    rule = policy.rule_for(tool, arguments)
+    assert index_of(policy, rule) == index
+    if index is None:
+        assert rule is policy.fallback
+
+
+def test_without_a_file_today_s_rule_for_every_call() -> None:
+    policy = Policy.default(APPROVERS, ADMINS)
+    rule = policy.rule_for("deploy", {"env": "production"})
+    assert policy.rules == () and rule is policy.fallback
+    assert [str(approver) for approver in rule.approvers] == ["actor", "U0ADM00009", "U0ANN00002"]
+    assert rule.approvers[1] == Principal("user", None, "U0ADM00009")  # any surface, as today
+    assert (rule.required, rule.declines_required, rule.allow_self) == (1, 1, True)
+    assert rule.timeout_seconds is None and rule.on_timeout.declines and rule.drivers is None
+    assert [str(place) for place in rule.deliver] == ["thread"]
+    assert policy.admins == ADMINS
+
+
+def test_with_a_file_a_call_no_rule_matches_gets_today_s_rule(tmp_path: Path) -> None:
+    policy = policy_of(tmp_path, RULES)
+    assert policy.rule_for("status", {}) == Policy.default(APPROVERS, ADMINS).fallback
+    assert policy.admins == ADMINS  # admins answer on top of any rule
+
+
+def test_the_example_policy(tmp_path: Path) -> None:
+    policy = Policy.load(ROOT / "examples" / "policy.yaml", APPROVERS, ADMINS)
+    production = policy.rule_for(
+        "deploy", {"service": "ledger", "version": "v2", "env": "production"}
+    )
+    assert production.required == 2 and not production.allow_self
+    assert policy.rule_for("deploy", {"env": "staging"}).approvers[0] == Principal("actor")
+    assert policy.rule_for("rollback", {"service": "ledger"}).timeout_seconds == 600
+    anything = policy.rule_for("status", {"service": "ledger"})
+    assert anything.approvers == (Principal("actor"),) and anything is not policy.fallback
+
+
+def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
+    assert Policy.load(None, APPROVERS, ADMINS).rules == ()
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules:\n  - match: {tool: deploy}\n")
+    with pytest.raises(ConfigurationError, match=r"policy.yaml:2: rules\[0\].approvers: "):
+        Policy.load(path, APPROVERS, ADMINS)
