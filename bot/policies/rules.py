@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
+from bot.policies.destinations import THREAD
 from bot.policies.policy_file import Match, PolicyFile, Rule, load_policy_file
 from bot.policies.principals import ACTOR, configured_user
 
@@ -38,7 +39,14 @@ class Policy:
     def from_file(
         cls, file: PolicyFile, approvers: frozenset[str], admins: frozenset[str]
     ) -> Policy:
-        """The file's rules, then today's rule for calls none of them matches."""
+        """The file's rules, then today's rule for calls none of them matches.
+        ConfigurationError (file:line) for a part this version reads but does not enforce yet:
+        a rule that says two approvals must never pass with one."""
+        for index, rule in enumerate(file.rules):
+            unenforced = not_enforced(rule)
+            if unenforced is not None:
+                raise file.error(("rules", index, unenforced),
+                                 "not enforced by this version yet: remove it")  # fmt: skip
         return cls(file.rules, default_rule(approvers, admins), admins)
 
     @classmethod
@@ -60,6 +68,21 @@ class Policy:
             if matches(rule.match, tool_name, arguments):
                 return rule
         return self.fallback
+
+
+def not_enforced(rule: Rule) -> str | None:
+    """The first field of `rule` set to what this version does not enforce yet (who may answer
+    and `allow_self` are; votes, deadlines, escalation, delivery and drivers are to come)."""
+    unset = {
+        "required": rule.required == 1,
+        "declines_required": rule.declines_required == 1,
+        "timeout_seconds": rule.timeout_seconds is None,
+        "on_timeout": rule.on_timeout.declines,
+        "escalate": not rule.escalate,
+        "deliver": rule.deliver == (THREAD,),
+        "drivers": rule.drivers is None,
+    }
+    return next((name for name, default in unset.items() if not default), None)
 
 
 def default_rule(approvers: frozenset[str], admins: frozenset[str]) -> Rule:

@@ -43,6 +43,7 @@ def test_it_asks_for_the_scopes_it_uses_and_no_more() -> None:
         "chat:write", "commands", "files:read",
         # the doors (bot/doors.py): a DM, a user by e-mail, a channel's existence
         "im:write", "users:read", "users:read.email", "channels:read", "groups:read",
+        "usergroups:read",  # a policy's approvers may be a user group
     }  # fmt: skip
 
 

@@ -114,9 +114,8 @@ rules:
 def test_the_example_policy_reads() -> None:
     policy = load_policy_file(ROOT / "examples" / "policy.yaml")
     production = policy.rules[0]
-    assert production.required == 2 and not production.allow_self
+    assert not production.allow_self
     assert all(approver.is_group for approver in production.approvers)
-    assert [step.after_seconds for step in production.escalate] == [900, 1800]
     assert policy.rules[-1].match.tool == "*"
 
 

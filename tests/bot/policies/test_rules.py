@@ -91,9 +91,9 @@ def test_the_example_policy(tmp_path: Path) -> None:
     production = policy.rule_for(
         "deploy", {"service": "ledger", "version": "v2", "env": "production"}
     )
-    assert production.required == 2 and not production.allow_self
+    assert not production.allow_self and str(production.approvers[0]) == "slack:S0OPSTEAM"
     assert policy.rule_for("deploy", {"env": "staging"}).approvers[0] == Principal("actor")
-    assert policy.rule_for("rollback", {"service": "ledger"}).timeout_seconds == 600
+    assert len(policy.rule_for("rollback", {"service": "ledger"}).approvers) == 2
     anything = policy.rule_for("status", {"service": "ledger"})
     assert anything.approvers == (Principal("actor"),) and anything is not policy.fallback
 
@@ -104,3 +104,28 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
     path.write_text("rules:\n  - match: {tool: deploy}\n")
     with pytest.raises(ConfigurationError, match=r"policy.yaml:2: rules\[0\].approvers: "):
         Policy.load(path, APPROVERS, ADMINS)
+
+
+@pytest.mark.parametrize(
+    ("field", "written"),
+    [
+        ("required", "required: 2"),
+        ("timeout_seconds", "timeout_seconds: 60"),
+        ("on_timeout", "on_timeout: {answer: {approved: true}}"),
+        ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
+        ("deliver", "deliver: [approvers_dm]"),
+        ("drivers", "drivers: [slack:U0BOB0001]"),
+    ],
+)
+def test_what_is_not_enforced_yet_is_refused_not_ignored(
+    tmp_path: Path, field: str, written: str
+) -> None:
+    """A rule asking for two approvals must never pass with one: refused at start instead."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(f"rules:\n  - match: {{tool: deploy}}\n    approvers: [slack:S0OPS0001]\n"
+                    f"    {written}\n")  # fmt: skip
+    with pytest.raises(ConfigurationError) as refused:
+        Policy.load(path, APPROVERS, ADMINS)
+    assert str(refused.value) == (
+        f"{path}:4: rules[0].{field}: not enforced by this version yet: remove it"
+    )
