@@ -362,18 +362,6 @@ class SqlStore:
 
     # -- transactions -------------------------------------------------------------------------
 
-    async def write(
-        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        """Run `body` (a function of a bot/store *_rows module) in one writing transaction:
-        the stores beside this one (bot/store/doors.py) go through here."""
-        return await self._write(body, *args, **kwargs)
-
-    async def read(
-        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        return await self._read(body, *args, **kwargs)
-
     async def _write(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
@@ -402,6 +390,10 @@ class SqlStore:
             return await asyncio.get_running_loop().run_in_executor(self._thread, call)
         async with self._engine.connect() as conn:
             return await conn.run_sync(body, *args, **kwargs)
+
+    # The stores beside this one (bot/store/doors.py, webhooks.py) run their *_rows SQL here.
+    write = _write
+    read = _read
 
     def _in_thread(
         self,

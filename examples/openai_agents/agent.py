@@ -44,6 +44,8 @@ from agents import (
 )
 from agents.items import TResponseStreamEvent
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
@@ -180,7 +182,7 @@ class ScriptedModel(Model):
         )
         return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
-    def stream_response(
+    async def stream_response(
         self,
         system_instructions: str | None,
         input: str | list[TResponseInputItem],
@@ -194,7 +196,19 @@ class ScriptedModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("ScriptedModel answers Runner.run, not Runner.run_streamed")
+        """Streamed (Runner.run_streamed), the same answer as one completed response."""
+        answer = await self.get_response(
+            system_instructions, input, model_settings, tools, output_schema, handoffs,
+            tracing, previous_response_id=previous_response_id,
+            conversation_id=conversation_id, prompt=prompt,
+        )  # fmt: skip
+        response = Response(
+            id="scripted-response", created_at=0, model="scripted", object="response",
+            output=answer.output, tool_choice="none", tools=[], parallel_tool_calls=False,
+            status="completed",
+        )  # fmt: skip
+        yield ResponseCompletedEvent(type="response.completed", response=response,
+                                     sequence_number=0)  # fmt: skip
 
 
 def _tool_output(items: str | list[TResponseInputItem], call_id: str) -> str | None:

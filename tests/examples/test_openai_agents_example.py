@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import pytest
+from agents import RunConfig, Runner
 
 from bot.client import HitlClient
 from examples.openai_agents import agent
@@ -50,3 +51,14 @@ async def test_a_rejected_deploy_does_not_run_and_the_model_is_told_why() -> Non
         agent.Decision(CALL, approved=False, reason="Not during the change freeze")
     ]
     assert outcome.output == "deploy: A person declined: Not during the change freeze"
+
+
+async def test_the_scripted_model_streams_the_same_call() -> None:
+    """Runner.run_streamed works on it too: the run pauses at the same pending approval."""
+    streamed = Runner.run_streamed(agent.build_agent(agent.ScriptedModel()), agent.PROMPT,
+                                   context=agent.Release(),
+                                   run_config=RunConfig(tracing_disabled=True))  # fmt: skip
+    async for _ in streamed.stream_events():
+        pass
+    (pending,) = streamed.interruptions
+    assert pending.name == "deploy"
