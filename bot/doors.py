@@ -230,7 +230,10 @@ class Doors:
         """The token's requests, newest first; `before` (a request id) pages on."""
         if status is not None and status not in STATUS_OF:
             raise DoorError(f"unknown status '{status[:30]}': use one of {', '.join(STATUS_OF)}")
-        address = read_address(to).text if to else None
+        try:
+            address = read_address(to).text if to else None
+        except UnknownAddressError as err:
+            raise DoorError(str(err), errors={"to": str(err)}) from None
         rows = await self.store.list_doors(
             requester, status=STATUS_OF[status] if status else None, address=address,
             since=since, before=before, limit=max(1, min(limit, 200)),

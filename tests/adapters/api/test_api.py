@@ -210,6 +210,8 @@ async def test_bodies_and_queries_that_are_not_what_they_should_be(api: Api) -> 
     assert (await api.call("GET", "/requests/nope", wait="soon"))[0] == 400
     assert (await api.call("GET", "/requests", since="yesterday"))[0] == 400
     assert (await api.call("GET", "/requests", status="sideways"))[0] == 400
+    status, refused = await api.call("GET", "/requests", to="fax:123")
+    assert status == 400 and "to" in refused["fields"]
 
 
 async def test_a_token_is_needed_and_sees_its_own_requests_only(api: Api) -> None:
