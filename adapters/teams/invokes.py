@@ -107,10 +107,10 @@ class Invokes:
         self, record: RequestRecord, action: CardAction, user: str, teams_user_id: str
     ) -> dict[str, Any]:
         pending = record.status is RequestStatus.PENDING
-        may_answer = await self.router.may_answer(record, user, (teams_user_id,))
-        told = pending and action.trigger == "manual" and not may_answer
-        notice = wording.not_yours(record) if told else None
-        return self._card(record, user, live=pending and may_answer, notice=notice)
+        verdict = await self.router.verdict(record, user, (teams_user_id,))
+        told = pending and action.trigger == "manual" and not verdict.allowed
+        notice = verdict.notice if told else None
+        return self._card(record, user, live=pending and verdict.allowed, notice=notice)
 
     def _drawn(self, outcome: Outcome, action: CardAction, user: str) -> dict[str, Any]:
         if isinstance(outcome, Settled):

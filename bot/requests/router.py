@@ -23,7 +23,7 @@ from bot.audit import record_refused_answer
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler
 from bot.human_tools import HumanTool
-from bot.policies.deciders import Deciders
+from bot.policies.deciders import Deciders, Verdict
 from bot.policies.rules import Policy
 from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError
 from bot.requests import wording
@@ -137,7 +137,16 @@ class Router:
         self, record: RequestRecord, user_id: str, aliases: Sequence[str] = ()
     ) -> bool:
         """Whether this person (by any of their ids) may answer the request."""
-        return (await self.deciders.check(record, (user_id, *aliases))).allowed
+        return (await self.verdict(record, user_id, aliases)).allowed
+
+    async def verdict(
+        self, record: RequestRecord, user_id: str, aliases: Sequence[str] = ()
+    ) -> Verdict:
+        """Whether this person may answer the request, and if not, the notice saying why."""
+        verdict = await self.deciders.check(record, (user_id, *aliases))
+        if verdict.allowed or verdict.notice is not None:
+            return verdict
+        return Verdict(False, wording.not_yours(record))
 
     def controls(self, record: RequestRecord) -> list[Control]:
         tool = self.tools.get(record.tool_name)
@@ -162,11 +171,11 @@ class Router:
             return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
         if record.status is not RequestStatus.PENDING:
             return Refused(Refusal.SETTLED, wording.already_settled(record), record)
-        verdict = await self.deciders.check(record, (interaction.user_id, *interaction.aliases))
+        verdict = await self.verdict(record, interaction.user_id, interaction.aliases)
         if not verdict.allowed:
             await self._audit_refusal(record, interaction)
-            notice = verdict.notice or wording.not_yours(record)
-            return Refused(Refusal.NOT_YOURS, notice, record)
+            assert verdict.notice is not None
+            return Refused(Refusal.NOT_YOURS, verdict.notice, record)
         control = next((c for c in self.controls(record) if c.verb is interaction.verb), None)
         if control is None:
             return Refused(Refusal.UNFIT, wording.UNFIT, record)
