@@ -116,6 +116,7 @@ async def build_service(settings: Settings) -> Service:
     # The doors ask with the built-in tools whatever the agent file offers the model.
     tools = {**BUILTIN_TOOLS, **human.tools}
     # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
+    human.handler.lifetime_rule = deciders.lifetime  # a rule's `timeout_seconds`
     router = Router(
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
         tools=tools, deciders=deciders,

@@ -74,6 +74,9 @@ class HandlerState(ABC):
         # Running notifier calls, with the channel of their request (close() cuts a channel's).
         self._notifiers: dict[asyncio.Task[Any], str] = {}
         self.on_deadline_armed: Callable[[datetime], None] | None = None
+        # A policy's deadline for a call (tool name, arguments), over the caller's: the
+        # policy file's `timeout_seconds` (bot/policies/deciders.py); None: the caller's.
+        self.lifetime_rule: Callable[[str, dict[str, Any]], float | None] | None = None
         # Set while the worker shuts down: a wait cut then leaves its request pending, for the
         # worker that resumes the run (DESIGN.md §3), instead of withdrawing it.
         self.suspended = False

@@ -144,7 +144,10 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
     ) -> PendingInput:
         self._check_open(channel_id)
         now = datetime.now(UTC)
-        lifetime = self.default_timeout if timeout is None else timeout
+        ruled = self.lifetime_rule(tool_name, arguments) if self.lifetime_rule else None
+        lifetime = (
+            ruled if ruled is not None else self.default_timeout if timeout is None else timeout
+        )
         request = PendingInput(
             id=request_id or secrets.token_hex(12),
             tool_name=tool_name,

@@ -46,8 +46,16 @@ class Deciders:
         self.directory = directory
 
     def rule(self, record: RequestRecord) -> Rule:
-        tool, arguments = subject(record)
-        return self.policy.rule_for(tool, arguments)
+        return self.rule_of(record.tool_name, record.arguments)
+
+    def rule_of(self, tool_name: str, arguments: Mapping[str, Any]) -> Rule:
+        """The rule of a request about to be made with `tool_name` and `arguments`."""
+        return self.policy.rule_for(*subject_of(tool_name, arguments))
+
+    def lifetime(self, tool_name: str, arguments: dict[str, Any]) -> float | None:
+        """The rule's `timeout_seconds` for such a request (None: the caller's own); the
+        handler's `lifetime_rule`."""
+        return self.rule_of(tool_name, arguments).timeout_seconds
 
     async def check(self, record: RequestRecord, users: Sequence[str]) -> Verdict:
         """May the person known by `users` (their id, then its aliases) answer `record`?"""
@@ -87,10 +95,14 @@ class Deciders:
 
 def subject(record: RequestRecord) -> tuple[str, Mapping[str, Any]]:
     """The call a request is about: the gated tool's, for an approval gate."""
-    if record.tool_name == GATE_TOOL:
-        tool, arguments = record.arguments.get("tool"), record.arguments.get("arguments")
-        return (str(tool or ""), arguments if isinstance(arguments, Mapping) else {})
-    return record.tool_name, record.arguments
+    return subject_of(record.tool_name, record.arguments)
+
+
+def subject_of(tool_name: str, arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    if tool_name == GATE_TOOL:
+        tool, gated = arguments.get("tool"), arguments.get("arguments")
+        return (str(tool or ""), gated if isinstance(gated, Mapping) else {})
+    return tool_name, arguments
 
 
 def refusal(rule: Rule, record: RequestRecord, default: bool = False) -> Phrase:

@@ -71,12 +71,12 @@ class Policy:
 
 
 def not_enforced(rule: Rule) -> str | None:
-    """The first field of `rule` set to what this version does not enforce yet (who may answer
-    and `allow_self` are; votes, deadlines, escalation, delivery and drivers are to come)."""
+    """The first field of `rule` set to what this version does not enforce yet (who may answer,
+    `allow_self` and `timeout_seconds` are; votes, a default answer at the deadline,
+    escalation, delivery and drivers are to come)."""
     unset = {
         "required": rule.required == 1,
         "declines_required": rule.declines_required == 1,
-        "timeout_seconds": rule.timeout_seconds is None,
         "on_timeout": rule.on_timeout.declines,
         "escalate": not rule.escalate,
         "deliver": rule.deliver == (THREAD,),

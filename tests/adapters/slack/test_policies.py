@@ -24,6 +24,9 @@ rules:
     allow_self: false
   - match: {{tool: requestApproval, arguments: {{action: Rotate keys}}}}
     approvers: [slack:S0NOSUCH1]
+  - match: {{tool: confirmAction}}
+    approvers: [actor]
+    timeout_seconds: 1
   - match: {{tool: "*"}}
     approvers: [actor]
 """
@@ -87,3 +90,13 @@ async def test_a_wrong_policy_file_stops_serve_in_one_line(
         await start_env(HITL_POLICY_FILE=str(policy))
     said: Any = str(failed.value)
     assert said.startswith(f"{policy}:3: rules[0].approvers[0]: ") and "\n" not in said
+
+
+async def test_a_rule_s_deadline_is_the_request_s(start_env: StartEnv, tmp_path: Path) -> None:
+    env = await served(start_env, tmp_path)  # HITL_TIMEOUT_SECONDS is 30 here
+    confirm = {"title": "Drop the cache?", "message": "All of it", "severity": "warning"}
+    thread, message = await start_turn(env, "confirmAction", confirm)
+    record = await env.request_record(message)
+    assert record.expires_at is not None
+    assert (record.expires_at - record.created_at).total_seconds() == pytest.approx(1, abs=0.01)
+    await thread.settled(message, "Expired")

@@ -110,7 +110,6 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
     ("field", "written"),
     [
         ("required", "required: 2"),
-        ("timeout_seconds", "timeout_seconds: 60"),
         ("on_timeout", "on_timeout: {answer: {approved: true}}"),
         ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
         ("deliver", "deliver: [approvers_dm]"),
