@@ -65,8 +65,8 @@ class Tally:
 
     @property
     def line(self) -> Phrase:
-        """"1 of 2 approvals: {person_a}" (with the declines when more than one is needed,
-        and whether earlier votes were set aside), for every surface to show."""
+        """The line every surface shows: `1 of 2 approvals: {person_a}`, with the declines
+        when more than one is needed, and whether earlier votes were set aside."""
         people: dict[str, str] = {}
         keys = _keys()
 
@@ -104,7 +104,7 @@ def tally(votes: Sequence[Vote], digest: str, rule: Rule) -> Tally:
 
 
 def listed(names: Sequence[str]) -> str:
-    """"A", "A and B", "A, B and C"."""
+    """Names as a sentence lists them: `A`, `A and B`, `A, B and C`."""
     if len(names) <= 1:
         return "".join(names)
     return f"{', '.join(names[:-1])} and {names[-1]}"
