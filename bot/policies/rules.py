@@ -41,7 +41,7 @@ class Policy:
     ) -> Policy:
         """The file's rules, then today's rule for calls none of them matches.
         ConfigurationError (file:line) for a part this version reads but does not enforce yet:
-        a rule that says two approvals must never pass with one."""
+        a rule that sets a deadline must never wait without one."""
         for index, rule in enumerate(file.rules):
             unenforced = not_enforced(rule)
             if unenforced is not None:
@@ -71,11 +71,10 @@ class Policy:
 
 
 def not_enforced(rule: Rule) -> str | None:
-    """The first field of `rule` set to what this version does not enforce yet (who may answer
-    and `allow_self` are; votes, deadlines, escalation, delivery and drivers are to come)."""
+    """The first field of `rule` set to what this version does not enforce yet (who may
+    answer, `allow_self`, `required` and `declines_required` are; deadlines, escalation,
+    delivery and drivers are to come)."""
     unset = {
-        "required": rule.required == 1,
-        "declines_required": rule.declines_required == 1,
         "timeout_seconds": rule.timeout_seconds is None,
         "on_timeout": rule.on_timeout.declines,
         "escalate": not rule.escalate,

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from string import ascii_lowercase
 from typing import Any, Protocol
 
 from bot.policies.policy_file import Rule
 from bot.records import Vote
-from bot.requests.wording import Phrase
+from bot.requests.wording import Phrase, listed, placeholders
 
 
 def needs_votes(rule: Rule) -> bool:
@@ -68,7 +67,7 @@ class Tally:
         """The line every surface shows: `1 of 2 approvals: {person_a}`, with the declines
         when more than one is needed, and whether earlier votes were set aside."""
         people: dict[str, str] = {}
-        keys = _keys()
+        keys = placeholders("person")
 
         def named(voters: Sequence[str]) -> str:
             names = []
@@ -101,26 +100,6 @@ def tally(votes: Sequence[Vote], digest: str, rule: Rule) -> Tally:
         reasons=tuple(vote.reason or "" for vote in declines),
         stale=len(votes) - len(counted),
     )
-
-
-def listed(names: Sequence[str]) -> str:
-    """Names as a sentence lists them: `A`, `A and B`, `A, B and C`."""
-    if len(names) <= 1:
-        return "".join(names)
-    return f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def _keys() -> Iterator[str]:
-    """person_a, …, person_z, person_aa, …: a placeholder is letters and underscores."""
-    size = 1
-    while True:
-        for n in range(len(ascii_lowercase) ** size):
-            letters = ""
-            for _ in range(size):
-                n, letter = divmod(n, len(ascii_lowercase))
-                letters = ascii_lowercase[letter] + letters
-            yield f"person_{letters}"
-        size += 1
 
 
 class VoteBox(Protocol):

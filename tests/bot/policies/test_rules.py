@@ -98,6 +98,18 @@ def test_the_example_policy(tmp_path: Path) -> None:
     assert anything.approvers == (Principal("actor"),) and anything is not policy.fallback
 
 
+def test_votes_are_enforced_so_a_rule_may_ask_for_them(tmp_path: Path) -> None:
+    policy = policy_of(tmp_path, """\
+rules:
+  - match: {tool: deploy}
+    approvers: [slack:S0OPSTEAM]
+    required: 2
+    declines_required: 2
+""")
+    rule = policy.rule_for("deploy", {})
+    assert (rule.required, rule.declines_required) == (2, 2)
+
+
 def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
     assert Policy.load(None, APPROVERS, ADMINS).rules == ()
     path = tmp_path / "policy.yaml"
@@ -109,7 +121,6 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("field", "written"),
     [
-        ("required", "required: 2"),
         ("timeout_seconds", "timeout_seconds: 60"),
         ("on_timeout", "on_timeout: {answer: {approved: true}}"),
         ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
@@ -120,7 +131,7 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
 def test_what_is_not_enforced_yet_is_refused_not_ignored(
     tmp_path: Path, field: str, written: str
 ) -> None:
-    """A rule asking for two approvals must never pass with one: refused at start instead."""
+    """A rule asking for a deadline must never wait without one: refused at start instead."""
     path = tmp_path / "policy.yaml"
     path.write_text(f"rules:\n  - match: {{tool: deploy}}\n    approvers: [slack:S0OPS0001]\n"
                     f"    {written}\n")  # fmt: skip

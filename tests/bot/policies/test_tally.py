@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from bot.policies.policy_file import Match, Rule
 from bot.policies.principals import parse_principal
 from bot.policies.tally import (
     MemoryVotes,
     Tally,
     arguments_digest,
-    listed,
     needs_votes,
     tally,
 )
@@ -92,14 +89,6 @@ def test_many_people_are_named_each_by_a_placeholder_of_letters() -> None:
     assert list(line.people)[26:28] == ["person_aa", "person_ab"]
     assert line.plain.startswith("30 of 31 approvals: U000, U001, ")
     assert line.plain.endswith("U028 and U029")
-
-
-@pytest.mark.parametrize(
-    ("names", "said"),
-    [([], ""), (["a"], "a"), (["a", "b"], "a and b"), (["a", "b", "c"], "a, b and c")],
-)
-def test_listed(names: list[str], said: str) -> None:
-    assert listed(names) == said
 
 
 async def test_memory_votes_keep_one_per_person_until_the_arguments_change() -> None:
