@@ -98,18 +98,17 @@ def test_the_example_policy(tmp_path: Path) -> None:
     assert anything.approvers == (Principal("actor"),) and anything is not policy.fallback
 
 
-def test_votes_are_enforced_so_a_rule_may_ask_for_them(tmp_path: Path) -> None:
-    policy = policy_of(
-        tmp_path,
-        """\
+VOTES = """\
 rules:
   - match: {tool: deploy}
     approvers: [slack:S0OPSTEAM]
     required: 2
     declines_required: 2
-""",
-    )
-    rule = policy.rule_for("deploy", {})
+"""
+
+
+def test_votes_are_enforced_so_a_rule_may_ask_for_them(tmp_path: Path) -> None:
+    rule = policy_of(tmp_path, VOTES).rule_for("deploy", {})
     assert (rule.required, rule.declines_required) == (2, 2)
 
 
