@@ -28,8 +28,8 @@ from bot.requests.view import build_view
 from bot.store import SqlStore, open_store
 from bot.store.votes import VoteTables
 from bot.tools.approvals import GATE_TOOL
-from tests.bot.store.conftest import Database
-from tests.bot.tools.gated import CALL, Deployer, start_worker, within
+from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
+from tests.bot.tools.gated import CALL, Deployer, Worker, start_worker, within
 
 ACTOR, BOB, CAROL, DAVE, EVE = "U0ACTOR01", "U0BOB0001", "U0CAROL01", "U0DAVE001", "U0EVE0001"
 THREE = [f"slack:{BOB}", f"slack:{CAROL}", f"slack:{DAVE}"]
@@ -217,35 +217,73 @@ async def test_a_question_is_answered_by_one_person(
     assert await VoteTables(store).votes(request_id) == []
 
 
-async def test_a_gated_call_two_must_approve_as_it_is(tmp_path: Path) -> None:
-    """An approval gate under `required: 2`: Edit and "approve and allow" are refused (each
-    approval is of the same call), the call runs once two approved, and the model's result
-    says who approved."""
-    database = Database("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}")
-    tool = Deployer()
-    worker = await start_worker(database, "worker-a", tool, migrate=True)
+def voting(worker: Worker) -> Worker:
+    """The worker's router under the votes policy, counting votes in the store's rows."""
     worker.router = Router(
         store=worker.store, handler_for=lambda channel: worker.handler, deciders=deciders(),
         votes=VoteTables(worker.store),
     )  # fmt: skip
+    return worker
+
+
+@pytest.fixture
+async def worker(database: Database) -> AsyncIterator[Worker]:  # noqa: F811
+    started = await start_worker(database, "worker-a", Deployer(), migrate=True)
+    try:
+        yield voting(started)
+    finally:
+        await started.close()
+
+
+def runs(worker: Worker) -> list[dict[str, Any]]:
+    tool = worker.gate.inner  # type: ignore[attr-defined]
+    assert isinstance(tool, Deployer)
+    return tool.runs
+
+
+async def test_a_gated_call_two_must_approve_as_it_is(worker: Worker) -> None:
+    """An approval gate under `required: 2`: Edit and "approve and allow" are refused (each
+    approval is of the same call), the call runs once two approved, and the model's result
+    says who approved."""
+    call = worker.call(CALL, call_id="toolu_1")
+    asked = await worker.asked()
+    assert asked.tool_name == GATE_TOOL
+    for verb in (Verb.EDIT, Verb.GRANT):
+        refused = await worker.answer(asked.pending_id, verb, user=BOB)
+        assert isinstance(refused, Refused) and refused.reason is Refusal.UNFIT
+        assert refused.notice.plain == (
+            "This request needs 2 approvals: approve it as it is, or decline."
+        )
+    assert isinstance(await worker.answer(asked.pending_id, Verb.APPROVE, user=BOB), Voted)
+    assert runs(worker) == []
+    settled = await worker.answer(asked.pending_id, Verb.APPROVE, user=DAVE)
+    assert isinstance(settled, Settled)
+    result = await within(call)
+    line, _, ran = result.partition("\n")
+    assert line == f"Approved by {BOB} and {DAVE}."
+    assert json.loads(ran) == {"deployed": "api", "env": "production"}
+    assert len(runs(worker)) == 1
+
+
+async def test_votes_on_two_workers_are_counted_together(
+    database: Database,  # noqa: F811
+    worker: Worker,
+) -> None:
+    """Bob's vote reaches worker A (which holds the call: the tally shown on its surfaces),
+    Carol's worker B: B counts both rows and settles the request for A, which runs it."""
+    other = voting(await start_worker(database, "worker-b", Deployer()))
     try:
         call = worker.call(CALL, call_id="toolu_1")
         asked = await worker.asked()
-        assert asked.tool_name == GATE_TOOL
-        for verb in (Verb.EDIT, Verb.GRANT):
-            refused = await worker.answer(asked.pending_id, verb, user=BOB)
-            assert isinstance(refused, Refused) and refused.reason is Refusal.UNFIT
-            assert refused.notice.plain == (
-                "This request needs 2 approvals: approve it as it is, or decline."
-            )
         assert isinstance(await worker.answer(asked.pending_id, Verb.APPROVE, user=BOB), Voted)
-        assert tool.runs == []
-        settled = await worker.answer(asked.pending_id, Verb.APPROVE, user=DAVE)
+        told = await worker.seen(lambda heard: any(u.tally is not None for u in heard))
+        tally = next(u.tally for u in told if u.tally is not None)
+        assert tally.approvers == (BOB,)
+        settled = await other.answer(asked.pending_id, Verb.APPROVE, user=CAROL)
         assert isinstance(settled, Settled)
-        result = await within(call)
-        line, _, ran = result.partition("\n")
-        assert line == f"Approved by {BOB} and {DAVE}."
-        assert json.loads(ran) == {"deployed": "api", "env": "production"}
-        assert len(tool.runs) == 1
+        assert (await within(call)).startswith(f"Approved by {BOB} and {CAROL}.\n")
+        again = await other.answer(asked.pending_id, Verb.APPROVE, user=DAVE)
+        assert isinstance(again, Refused) and again.reason is Refusal.SETTLED
     finally:
-        await worker.close()
+        await other.close()
+    assert len(runs(worker)) == 1
