@@ -26,6 +26,7 @@ from bot.access import AnswerPolicy
 from bot.human_tools import BUILTIN_TOOLS
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
+from bot.store.votes import VoteTables
 from bot.tools.gates import approval_gate
 from bot.tools.grants import Grants
 
@@ -119,7 +120,7 @@ async def build_service(settings: Settings) -> Service:
     human.handler.lifetime_rule = deciders.lifetime  # a rule's `timeout_seconds`
     router = Router(
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
-        tools=tools, deciders=deciders,
+        tools=tools, deciders=deciders, votes=VoteTables(store),
     )  # fmt: skip
     slack = None
     if slack_secrets is not None:

@@ -235,6 +235,21 @@ class Grant:
 
 
 @dataclass(frozen=True, slots=True)
+class Vote:
+    """One person's vote on a request its rule needs several people to decide (a policy's
+    `required` or `declines_required`; bot/policies/tally.py counts them). One per person and
+    request; `arguments_digest` is of the arguments they voted on: a vote given before the
+    arguments changed no longer counts."""
+
+    request_id: str
+    voter: str
+    approve: bool  # False: a decline
+    arguments_digest: str
+    at: datetime
+    reason: str | None = None  # a decline's
+
+
+@dataclass(frozen=True, slots=True)
 class Token:
     """A bearer token of the doors (bot/tokens.py), as stored: its SHA-256, never itself."""
 

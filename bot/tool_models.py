@@ -52,6 +52,8 @@ class RequestApprovalArgs(_Model):
 class RequestApprovalAnswer(_Model):
     approved: bool
     reason: str | None = None
+    # Who approved, when the policy needed several approvals (bot/policies/tally.py).
+    approved_by: list[str] | None = None
 
 
 class SelectOptionArgs(_Model):
@@ -151,6 +153,7 @@ class ConfirmActionArgs(_Model):
 
 class ConfirmActionAnswer(_Model):
     confirmed: bool
+    approved_by: list[str] | None = None  # as RequestApprovalAnswer's
 
 
 def _not_a_boolean(value: Any) -> Any:

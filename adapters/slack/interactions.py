@@ -147,7 +147,8 @@ class Interactions:
             await self._tell(click, outcome.notice.render(SLACK))
         elif isinstance(outcome, Invalid):
             await self._tell(click, "; ".join(escape(e) for e in outcome.errors.values()))
-        # Settled: the core tells the surface, which edits the message.
+        # Settled, or Voted (the votes so far): the core tells the surface, which edits the
+        # message everyone sees.
 
     async def _open_form(self, click: Click, outcome: NeedsForm) -> None:
         record = outcome.record
@@ -187,7 +188,7 @@ class Interactions:
             await ack(response_action="update", view=notice_view(text))
         elif isinstance(outcome, Refused):
             await ack(response_action="update", view=notice_view(outcome.notice.render(SLACK)))
-        else:  # Settled (a submission never needs another form): the modal closes
+        else:  # Settled or Voted (a submission never needs another form): the modal closes
             await ack()
 
 

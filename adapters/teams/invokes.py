@@ -9,9 +9,11 @@ surface's (an observer of the settle), not ours.
 - `hitl_refresh` (automatic, for the users in `refresh.userIds`, or a manual click): the live
   card for whoever may answer a pending request, the read-only one for anyone else (told why,
   when they clicked themselves).
-- Settled: the settled card. Refused: the honest card with the notice (read-only for someone
-  who may not answer). Invalid: the live card, the form open with the person's values and the
-  errors next to their fields. NeedsForm: the live card with that form open.
+- Settled: the settled card. Voted: the card with the votes so far, read-only for the voter
+  (one vote each). Refused: the honest card with the notice (read-only for someone who may not
+  answer). Invalid: the live card, the form open with the person's values and the errors next
+  to their fields. NeedsForm: the live card with that form open. An open request several
+  people decide shows the votes so far on every card drawn of it.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from bot.requests.router import (
     NeedsForm,
     Outcome,
     Refusal,
-    Refused,
     Router,
     Settled,
+    Voted,
 )
 from bot.requests.wording import Phrase
 
@@ -101,7 +103,7 @@ class Invokes:
         person = interaction(
             action, form, user_id=user, teams_user_id=teams_user_id, name=self.people.name(user)
         )
-        return self._drawn(await self.router.handle(person, record), action, user)
+        return await self._drawn(await self.router.handle(person, record), action, user)
 
     async def _refreshed(
         self, record: RequestRecord, action: CardAction, user: str, teams_user_id: str
@@ -110,28 +112,32 @@ class Invokes:
         verdict = await self.router.verdict(record, user, (teams_user_id,))
         told = pending and action.trigger == "manual" and not verdict.allowed
         notice = verdict.notice if told else None
-        return self._card(record, user, live=pending and verdict.allowed, notice=notice)
+        update = await self.router.update(record)
+        return self._card(record, update, user, live=pending and verdict.allowed, notice=notice)
 
-    def _drawn(self, outcome: Outcome, action: CardAction, user: str) -> dict[str, Any]:
+    async def _drawn(self, outcome: Outcome, action: CardAction, user: str) -> dict[str, Any]:
         if isinstance(outcome, Settled):
-            return self._card(outcome.record, user, live=False)
-        if isinstance(outcome, Invalid):
-            filled = Filled(values=action.data, errors=outcome.errors)
-            return self._card(outcome.record, user, live=True, open=action.verb, filled=filled)
-        if isinstance(outcome, NeedsForm):
-            return self._card(outcome.record, user, live=True, open=action.verb)
-        return self._refused(outcome, user)
-
-    def _refused(self, outcome: Refused, user: str) -> dict[str, Any]:
+            return self._card(outcome.record, RequestUpdate.of(outcome.record), user, live=False)
+        if isinstance(outcome, Voted):
+            update = RequestUpdate.of(outcome.record, tally=outcome.tally)
+            return self._card(outcome.record, update, user, live=False)
         if outcome.record is None:  # unknown by now
             return message_response(outcome.notice.plain)
+        record = outcome.record
+        update = await self.router.update(record)  # with the votes so far, if it takes them
+        if isinstance(outcome, Invalid):
+            filled = Filled(values=action.data, errors=outcome.errors)
+            return self._card(record, update, user, live=True, open=action.verb, filled=filled)
+        if isinstance(outcome, NeedsForm):
+            return self._card(record, update, user, live=True, open=action.verb)
         # Only someone who may answer, of a request still open, keeps the controls.
         live = outcome.reason in (Refusal.UNFIT, Refusal.UNAVAILABLE)
-        return self._card(outcome.record, user, live=live, notice=outcome.notice)
+        return self._card(record, update, user, live=live, notice=outcome.notice)
 
     def _card(
         self,
         record: RequestRecord,
+        update: RequestUpdate,
         viewer: str,
         *,
         live: bool,
@@ -140,7 +146,7 @@ class Invokes:
         filled: Filled | None = None,
     ) -> dict[str, Any]:
         card = self.surface.render(
-            RequestUpdate.of(record),
+            update,
             live=live,
             ref=CardRef.of(record),
             viewer=viewer,

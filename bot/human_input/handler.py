@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.human_input.base import DEFAULT_TIMEOUT_SECONDS, HOLD_SECONDS, NOTIFIER_BUDGET_SECONDS
 from bot.human_input.holding import Holding
@@ -21,6 +21,9 @@ from bot.human_input.settling import Settling
 from bot.human_input.waiting import Waiting
 from bot.records import PendingInput, RequestStatus, RequestStore
 from bot.tool_context import current_tool_actor_id
+
+if TYPE_CHECKING:
+    from bot.policies.tally import Tally
 
 
 class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
@@ -78,6 +81,15 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
             return
         request.run_outcome = run_outcome
         self._notify_observers(request)
+
+    async def show_tally(self, pending_id: str, tally: Tally) -> None:
+        """Show the votes so far on a request still open (a rule needing several people,
+        bot/policies/tally.py): observers are told the request again, after its earlier
+        updates, with `tally`, so every copy of its message shows it. The votes are rows the
+        caller wrote first; any worker may tell it (its surfaces edit the stored message)."""
+        request = await self.request(pending_id)
+        if request is not None and request.status is RequestStatus.PENDING:
+            self._notify_observers(request, tally)
 
     def asked(self, tool_call_id: str) -> bool:
         """Whether this process made a request for this tool call."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.human_input.base import HandlerState, in_callback
 from bot.human_input.snapshots import Observer, RenderState, RequestUpdate
 from bot.records import PendingInput
+
+if TYPE_CHECKING:
+    from bot.policies.tally import Tally
 
 log = logging.getLogger("bot.human_input")
 
@@ -56,13 +59,13 @@ class Observing(HandlerState):
         )  # fmt: skip
         self._tell_observers(RequestUpdate.of(call, RenderState.CANCELLED))
 
-    def _notify_observers(self, request: PendingInput) -> None:
-        """Queue the request's current state for the observers, in order: each observer has
-        finished with one update of a request before it is given the next (a surface's edit
-        never overtakes the post it edits)."""
+    def _notify_observers(self, request: PendingInput, tally: Tally | None = None) -> None:
+        """Queue the request's current state (with the votes so far, if given) for the
+        observers, in order: each observer has finished with one update of a request before
+        it is given the next (a surface's edit never overtakes the post it edits)."""
         if not self._observers:
             return
-        update = RequestUpdate.of(request)
+        update = RequestUpdate.of(request, tally=tally)
         queued = self._deliveries.get(request.id)
         if queued is not None:  # a delivery is running: it takes this one next
             queued.append(update)

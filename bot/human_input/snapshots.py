@@ -56,6 +56,8 @@ def undeliverable_message(reason: str) -> str:
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from bot.policies.tally import Tally
+
 V = TypeVar("V", bound="DataclassInstance")
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}
@@ -111,11 +113,16 @@ class RequestUpdate:
     settled_by: str | None = None
     settled_at: datetime | None = None
     run_outcome: str | None = None  # what came of the answer (a gated tool's run), once known
+    # The votes so far on an open request several people decide (bot/policies/tally.py):
+    # not the request's own, so the router gives it (from the votes' rows) when it has one.
+    tally: Tally | None = None
 
     @classmethod
-    def of(cls, request: PendingInput, state: RenderState | None = None) -> RequestUpdate:
+    def of(
+        cls, request: PendingInput, state: RenderState | None = None, tally: Tally | None = None
+    ) -> RequestUpdate:
         """The request as it stands (in `state`, if given, rather than its status's)."""
-        return snapshot(cls, request, state=state or STATE_OF_STATUS[request.status])
+        return snapshot(cls, request, state=state or STATE_OF_STATUS[request.status], tally=tally)
 
 
 Notifier = Callable[[PendingInputEvent], Awaitable[bool | None] | bool | None]

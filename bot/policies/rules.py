@@ -41,7 +41,7 @@ class Policy:
     ) -> Policy:
         """The file's rules, then today's rule for calls none of them matches.
         ConfigurationError (file:line) for a part this version reads but does not enforce yet:
-        a rule that says two approvals must never pass with one."""
+        a rule that sets a deadline must never wait without one."""
         for index, rule in enumerate(file.rules):
             unenforced = not_enforced(rule)
             if unenforced is not None:
@@ -71,12 +71,10 @@ class Policy:
 
 
 def not_enforced(rule: Rule) -> str | None:
-    """The first field of `rule` set to what this version does not enforce yet (who may answer,
-    `allow_self` and `timeout_seconds` are; votes, a default answer at the deadline,
-    escalation, delivery and drivers are to come)."""
+    """The first field of `rule` set to what this version does not enforce yet (who may
+    answer, `allow_self`, `timeout_seconds`, `required` and `declines_required` are; a default
+    answer at the deadline, escalation, delivery and drivers are to come)."""
     unset = {
-        "required": rule.required == 1,
-        "declines_required": rule.declines_required == 1,
         "on_timeout": rule.on_timeout.declines,
         "escalate": not rule.escalate,
         "deliver": rule.deliver == (THREAD,),

@@ -5,6 +5,13 @@ inputs) and draws the `Outcome` the router returns. Everything in between is dec
 for every surface: loading the request (on any worker), who may answer, which control the verb
 is, reading the form, building the answer, validating it, the settle, the audit of a refusal,
 and the words of every notice.
+
+A request whose policy rule needs several people (`required` approvals, `declines_required`
+declines; bot/policies/tally.py) is answered by votes: each approval or decline of someone
+allowed is a row (one per person), and the request settles as the click would have once
+enough are in, the answer naming who approved; until then the vote is `Voted` and every
+surface shows the tally. Votes count approvals, so only a request answered yes or no
+(Approve or Confirm, and Decline) takes them: a question or a form is answered by one person.
 """
 
 from __future__ import annotations
@@ -21,11 +28,13 @@ from typing import Any
 from bot.access import AnswerPolicy
 from bot.audit import record_refused_answer
 from bot.errors import AnswerInvalidError
-from bot.human_input import HumanInputHandler
+from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.human_tools import HumanTool
 from bot.policies.deciders import Deciders, Verdict
+from bot.policies.policy_file import Rule
 from bot.policies.rules import Policy
-from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError
+from bot.policies.tally import MemoryVotes, Tally, VoteBox, arguments_digest, needs_votes, tally
+from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError, Vote
 from bot.requests import wording
 from bot.requests.catalog import kind_of
 from bot.requests.forms import Form, FormResult, read_form
@@ -36,6 +45,10 @@ from bot.stored_requests import settled_record
 log = logging.getLogger(__name__)
 
 HandlerLookup = Callable[[str], HumanInputHandler | None]
+
+YES = frozenset({Verb.APPROVE, Verb.CONFIRM, Verb.EDIT, Verb.GRANT})  # an approving vote
+NO = frozenset({Verb.DECLINE, Verb.CANCEL})  # a declining one
+CHANGED = frozenset({Verb.EDIT, Verb.GRANT})  # not the call the others approve as it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +76,7 @@ class Refusal(StrEnum):
     NOT_YOURS = "not_yours"
     UNFIT = "unfit"
     UNAVAILABLE = "unavailable"
+    VOTED = "voted"  # this person has voted on the request already
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +112,16 @@ class NeedsForm:
     form: Form
 
 
-Outcome = Settled | Refused | Invalid | NeedsForm
+@dataclass(frozen=True, slots=True)
+class Voted:
+    """The vote was counted and the request waits for more: `tally` is the votes so far
+    (every surface's message shows it: the core tells them)."""
+
+    record: RequestRecord
+    tally: Tally
+
+
+Outcome = Settled | Refused | Invalid | NeedsForm | Voted
 
 
 class Router:
@@ -111,9 +134,12 @@ class Router:
         policy: AnswerPolicy | None = None,
         tools: Mapping[str, HumanTool] | None = None,
         deciders: Deciders | None = None,
+        votes: VoteBox | None = None,
     ) -> None:
         """`deciders` say who may answer (a policy file's rules, bot/policies/); without
-        them, today's rule: the actor, `policy`'s approvers and admins."""
+        them, today's rule: the actor, `policy`'s approvers and admins. `votes` keeps the
+        votes of requests several people decide: the store's rows (bot.store.votes) for
+        several workers, or this process's memory without them."""
         self.store = store
         self.handler_for = handler_for
         self.handlers = handlers  # searched for a request when there is no store
@@ -122,6 +148,7 @@ class Router:
         self.deciders = deciders or Deciders(
             Policy.default(self.policy.approvers, self.policy.admins)
         )
+        self.votes: VoteBox = votes if votes is not None else MemoryVotes()
 
     async def load(self, request_id: str) -> RequestRecord | None:
         """The request by id, from the store (any worker's), else from the handlers' memory."""
@@ -157,6 +184,28 @@ class Router:
         control = next((c for c in self.controls(record) if c.verb is verb), None)
         return control.form if control is not None else None
 
+    def voting_rule(self, record: RequestRecord) -> Rule | None:
+        """The rule of a request decided by votes (a yes-or-no request whose rule needs more
+        than one person for either); None for one any single answer settles."""
+        rule = self.deciders.rule(record)
+        if not needs_votes(rule):
+            return None
+        yes_or_no = any(c.verb in (Verb.APPROVE, Verb.CONFIRM) for c in self.controls(record))
+        return rule if yes_or_no else None
+
+    async def tally_of(self, record: RequestRecord) -> Tally | None:
+        """The votes so far on an open request decided by votes; None for any other, or
+        before anyone voted."""
+        rule = self.voting_rule(record) if record.status is RequestStatus.PENDING else None
+        if rule is None:
+            return None
+        votes = await self.votes.votes(record.id)
+        return tally(votes, arguments_digest(record.arguments), rule) if votes else None
+
+    async def update(self, record: RequestRecord) -> RequestUpdate:
+        """The request as a surface draws it for someone now (with the votes so far)."""
+        return RequestUpdate.of(record, tally=await self.tally_of(record))
+
     def takes_replies(self, record: RequestRecord) -> bool:
         """Whether a reply in the conversation answers the request (a question)."""
         return kind_of(record.tool_name, self.tools.get(record.tool_name)).replies
@@ -179,11 +228,16 @@ class Router:
         control = next((c for c in self.controls(record) if c.verb is interaction.verb), None)
         if control is None:
             return Refused(Refusal.UNFIT, wording.UNFIT, record)
+        rule = self.voting_rule(record)
+        if rule is not None and rule.required > 1 and interaction.verb in CHANGED:
+            return Refused(Refusal.UNFIT, wording.needs_approvals(rule.required), record)
         if control.form is not None and not interaction.submitted:
             return NeedsForm(record, control.form)
         read = read_form(control.form, interaction.inputs) if control.form else FormResult()
         if read.errors:
             return Invalid(record, control.form, read.errors)
+        if rule is not None and interaction.verb in YES | NO:
+            return await self._vote(record, interaction, rule, read.values, control.form)
         if interaction.verb is Verb.DECLINE:
             return await self._settle(record, interaction, None, read.values.get("reason") or "")
         answer = self._answer(record, interaction, read.values)
@@ -191,13 +245,72 @@ class Router:
             return Invalid(record, control.form, field_errors(answer.errors, control.form))
         return await self._settle(record, interaction, answer, None)
 
+    async def _vote(
+        self,
+        record: RequestRecord,
+        interaction: Interaction,
+        rule: Rule,
+        values: Mapping[str, Any],
+        form: Form | None,
+    ) -> Outcome:
+        """Cast the person's vote, then count: settled as the click would have once enough
+        votes are in (the answer naming who approved), else `Voted` and the tally shown."""
+        approve = interaction.verb in YES
+        digest = arguments_digest(record.arguments)
+        reason = None if approve else str(values.get("reason") or "") or None
+        vote = Vote(record.id, interaction.user_id, approve, digest, datetime.now(UTC), reason)
+        detail = {"surface": interaction.surface} if interaction.surface else {}
+        if interaction.name:
+            detail["name"] = interaction.name
+        try:
+            cast = await self.votes.cast(vote, detail)
+            counted = tally(await self.votes.votes(record.id), digest, rule)
+        except StoreUnavailableError as err:  # nothing was recorded: vote again later
+            log.warning("could not record %s's vote on %s: %s", vote.voter, record.id, err)
+            return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
+        if not cast:
+            return Refused(Refusal.VOTED, wording.voted_already(counted.line), record)
+        if counted.approved and (approve or not counted.declined):
+            # Another's approval may have completed it meanwhile: answer as its Approve would.
+            verb = interaction.verb if approve else self._yes(record)
+            yes = dataclasses.replace(interaction, verb=verb)
+            answer = self._answer(record, yes, values if approve else {}, counted.approvers)
+            if isinstance(answer, Invalid):
+                return Invalid(record, form, field_errors(answer.errors, form))
+            settled = await self._settle(record, interaction, answer, None)
+            return _as_counted(settled, RequestStatus.RESOLVED)
+        if counted.declined:
+            no: str | Invalid | None = None
+            if interaction.verb is Verb.CANCEL:  # confirmAction's "no" is an answer
+                no = self._answer(record, interaction, values)
+            cancelled = no if isinstance(no, str) else None
+            settled = await self._settle(record, interaction, cancelled, counted.reason)
+            expected = RequestStatus.RESOLVED if cancelled is not None else RequestStatus.REJECTED
+            return _as_counted(settled, expected)
+        handler = self.handler_for(record.channel_id)
+        if handler is not None:
+            await handler.show_tally(record.id, counted)
+        return Voted(record, counted)
+
+    def _yes(self, record: RequestRecord) -> Verb:
+        """The request's plain approving verb (Approve, or Confirm)."""
+        verbs = [c.verb for c in self.controls(record)]
+        return Verb.APPROVE if Verb.APPROVE in verbs else Verb.CONFIRM
+
     def _answer(
-        self, record: RequestRecord, interaction: Interaction, values: Mapping[str, Any]
+        self,
+        record: RequestRecord,
+        interaction: Interaction,
+        values: Mapping[str, Any],
+        approved_by: Sequence[str] = (),
     ) -> str | Invalid:
-        """The answer JSON (or verbatim text), checked by the tool's answer model if it has one."""
+        """The answer JSON (or verbatim text), checked by the tool's answer model if it has one;
+        naming `approved_by` when several people's approvals settle it."""
         tool = self.tools.get(record.tool_name)
         kind = kind_of(record.tool_name, tool)
         payload = kind.answer(interaction.verb, values, interaction.inputs, record.arguments)
+        if approved_by and isinstance(payload, dict):
+            payload = {**payload, "approved_by": list(approved_by)}
         problems = kind.check(payload, record.arguments) if kind.check is not None else {}
         if problems:
             return Invalid(record, None, problems)
@@ -243,6 +356,16 @@ class Router:
         await record_refused_answer(
             self.store, record, interaction.user_id, interaction.surface, **detail
         )
+
+
+def _as_counted(outcome: Outcome, expected: RequestStatus) -> Outcome:
+    """The settle of a request decided by votes: if another voter's settle won the race
+    meanwhile with the same outcome (their vote and this one completed it together), the
+    votes decided it as this one would have, so it is settled for this voter too."""
+    lost = isinstance(outcome, Refused) and outcome.reason is Refusal.SETTLED
+    if lost and outcome.record is not None and outcome.record.status is expected:
+        return Settled(outcome.record)
+    return outcome
 
 
 def field_errors(errors: Mapping[str, str], form: Form | None) -> dict[str, str]:

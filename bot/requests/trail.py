@@ -1,9 +1,10 @@
 """Which message each update of a request goes to, on any surface that posts and edits messages.
 
-A "Preparing…" message becomes the request's; every later update edits the request's message,
-wherever it was posted (here, by another worker, or before a restart: the store keeps where);
-a request that could not be posted at all is undeliverable. The surface only posts, edits and
-keeps where; the trail decides which, one request's updates in the order they happened.
+A "Preparing…" message becomes the request's; every later update (the votes so far on it, its
+ending) edits the request's message, wherever it was posted (here, by another worker, or before
+a restart: the store keeps where); a request that could not be posted at all is undeliverable.
+The surface only posts, edits and keeps where; the trail decides which, one request's updates
+in the order they happened.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class MessageTrail(Generic[Room, Ref]):
             with contextlib.suppress(UndeliverableError):
                 self._preparing[update.tool_call_id] = await self.messages.post(room, update)
             return
+        if update.state is RenderState.EXECUTING and update.tally is not None:
+            await self._show_tally(update)
+            return
         if update.state is RenderState.EXECUTING:
             await self._post_request(update, room)
             return
@@ -75,6 +79,17 @@ class MessageTrail(Generic[Room, Ref]):
         if ref is None:
             if not undeliverable:  # that one never had a message
                 log.error("no %s message to edit for request %s", self.surface, update.pending_id)
+            return
+        await self.messages.edit(ref, update)
+
+    async def _show_tally(self, update: RequestUpdate) -> None:
+        """The votes so far on an open request: its message edited, wherever it was posted
+        (a vote may reach any worker). Never a new message: one that was not posted has
+        nothing to show them on."""
+        ref = self._posted.get(update.pending_id) or await self.messages.stored(update)
+        if ref is None:
+            log.warning("no %s message to show the votes on request %s", self.surface,
+                        update.pending_id)  # fmt: skip
             return
         await self.messages.edit(ref, update)
 

@@ -15,7 +15,7 @@ from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools import HumanTool
 from bot.requests.catalog import kind_of
 from bot.requests.kinds import DECLINE, Control, Fact, Kind
-from bot.requests.wording import Phrase, status_line
+from bot.requests.wording import Phrase, joined, status_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,19 @@ def build_view(
     controls: tuple[Control, ...] = ()
     if state is RenderState.EXECUTING and live:
         controls = (*kind.controls(args), DECLINE)
+    status = status_line(
+        state,
+        actor_id=update.actor_id,
+        expires_at=update.expires_at,
+        settled_by=update.settled_by,
+        settled_at=update.settled_at,
+        reason=update.reason,
+        approved_by=approved_by(update),
+    )
+    if update.tally is not None and state is RenderState.EXECUTING:
+        # The votes so far, in the line every surface shows (with its people formatted).
+        line = update.tally.line
+        status = joined(status, Phrase(line.template + ".", line.people))
     return RequestView(
         request_id=update.pending_id,
         tool_name=update.tool_name,
@@ -60,20 +73,24 @@ def build_view(
         gist=kind.gist(shown),
         severity=kind.severity(args),
         facts=() if preparing else tuple(f for f in kind.facts(args) if f.value),
-        status=status_line(
-            state,
-            actor_id=update.actor_id,
-            expires_at=update.expires_at,
-            settled_by=update.settled_by,
-            settled_at=update.settled_at,
-            reason=update.reason,
-        ),
+        status=status,
         outcome=_outcome(kind, update),
         controls=controls,
         replies=kind.replies and state is RenderState.EXECUTING,
         actor_id=update.actor_id,
         expires_at=update.expires_at,
     )
+
+
+def approved_by(update: RequestUpdate) -> list[str]:
+    """Who approved a request that needed several approvals (its answer's `approved_by`)."""
+    if update.state is not RenderState.COMPLETE:
+        return []
+    answer = answer_of(update.result)
+    voters = answer.get("approved_by") if isinstance(answer, dict) else None
+    if not isinstance(voters, list) or len(voters) < 2:
+        return []
+    return [str(voter) for voter in voters]
 
 
 def _outcome(kind: Kind, update: RequestUpdate) -> tuple[Fact, ...]:

@@ -8,9 +8,10 @@ the same everywhere and only the names and dates look native.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from string import ascii_lowercase
 from typing import Protocol
 
 from bot.human_input import RenderState
@@ -73,12 +74,49 @@ class Phrase:
         return self.render(PlainFormatter())
 
 
-def _by_at(template: str, by: str | None, at: datetime | None) -> Phrase:
-    """`template` + " by {by}" + " {at}", each when known."""
-    people = {"by": by} if by else {}
+def placeholders(stem: str) -> Iterator[str]:
+    """`{stem}_a`, …, `{stem}_z`, `{stem}_aa`, …: names for people in a phrase (a
+    placeholder is letters and underscores only)."""
+    size = 1
+    while True:
+        for n in range(len(ascii_lowercase) ** size):
+            letters = ""
+            for _ in range(size):
+                n, letter = divmod(n, len(ascii_lowercase))
+                letters = ascii_lowercase[letter] + letters
+            yield f"{stem}_{letters}"
+        size += 1
+
+
+def listed(names: Sequence[str]) -> str:
+    """Names as a sentence lists them: `A`, `A and B`, `A, B and C`."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def joined(first: Phrase, second: Phrase, separator: str = " ") -> Phrase:
+    """Two phrases as one (their placeholders' names must differ)."""
+    return Phrase(
+        first.template + separator + second.template,
+        {**first.people, **second.people},
+        {**first.moments, **second.moments},
+        {**first.values, **second.values},
+    )
+
+
+def _by_at(
+    template: str, by: str | None, at: datetime | None, several: Sequence[str] = ()
+) -> Phrase:
+    """`template` + " by {by}" + " {at}", each when known; by each of `several` people
+    (those who approved a request several had to) rather than the one who settled it."""
+    people = {"by": by} if by and not several else {}
+    who = " by {by}" if people else ""
+    if several:
+        people = dict(zip(placeholders("by"), several, strict=False))
+        who = " by " + listed([f"{{{key}}}" for key in people])
     moments = {"at": at} if at else {}
-    text = template + (" by {by}" if by else "") + (" {at}" if at else "")
-    return Phrase(text, people, moments)
+    return Phrase(template + who + (" {at}" if at else ""), people, moments)
 
 
 # -- the line under a request, per state ----------------------------------------------------
@@ -92,7 +130,9 @@ def status_line(
     settled_by: str | None,
     settled_at: datetime | None,
     reason: str | None = None,
+    approved_by: Sequence[str] = (),
 ) -> Phrase:
+    """`approved_by`: the people whose approvals settled the request, when it took several."""
     if state is RenderState.IN_PROGRESS:
         return Phrase("Preparing request…")
     if state is RenderState.EXECUTING:
@@ -104,7 +144,7 @@ def status_line(
             {"expires": expires_at} if expires_at else {},
         )
     if state is RenderState.COMPLETE:
-        return _by_at("Answered", settled_by, settled_at)
+        return _by_at("Answered", settled_by, settled_at, approved_by)
     if state is RenderState.REJECTED:
         return _by_at("Declined", settled_by, settled_at)
     if state is RenderState.EXPIRED:
@@ -147,6 +187,17 @@ def already_settled(record: RequestRecord) -> Phrase:
     if status is RequestStatus.PENDING:  # another answer is being recorded right now
         return Phrase("This request is being answered by someone else right now.")
     return Phrase("This request was withdrawn.")
+
+
+def voted_already(tally: Phrase) -> Phrase:
+    """To someone whose second vote on a request several people decide was not taken."""
+    return Phrase(f"You voted already: {tally.template}.", tally.people)
+
+
+def needs_approvals(required: int) -> Phrase:
+    """To someone who edited, or approved and allowed, a request that needs several
+    approvals: each approval is of the same call, so it is approved as it is."""
+    return Phrase(f"This request needs {required} approvals: approve it as it is, or decline.")
 
 
 def not_yours(record: RequestRecord) -> Phrase:

@@ -333,4 +333,21 @@ class WebhookRow(Base):
     outcome: Mapped[str | None] = mapped_column(Text)
 
 
+class VoteRow(Base):
+    """One person's vote on a request its policy rule needs several people to decide
+    (bot/policies/tally.py): one per person and request, of the arguments as they were then
+    (their digest). Rows, so any worker counts every vote."""
+
+    __tablename__ = "votes"
+
+    request_id: Mapped[str] = mapped_column(
+        ForeignKey("requests.id", ondelete="CASCADE"), primary_key=True
+    )
+    voter: Mapped[str] = mapped_column(String, primary_key=True)
+    approve: Mapped[bool]
+    reason: Mapped[str | None] = mapped_column(Text)
+    arguments_digest: Mapped[str] = mapped_column(String)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 metadata = Base.metadata

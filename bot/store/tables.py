@@ -25,6 +25,7 @@ from bot.store.schema import (
     TokenRow,
     TranscriptRow,
     TransitionRow,
+    VoteRow,
     WebhookRow,
 )
 
@@ -45,6 +46,7 @@ inbox = cast(Table, InboxRow.__table__)
 api_tokens = cast(Table, TokenRow.__table__)
 door_requests = cast(Table, DoorRow.__table__)
 webhook_deliveries = cast(Table, WebhookRow.__table__)
+votes = cast(Table, VoteRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

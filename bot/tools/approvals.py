@@ -7,7 +7,8 @@ never in the request), and the schema of what the Edit form may change (the tool
 schema without the masked arguments: a secret is neither shown nor edited). Its answer is
 `{"approved": true}`, `{"approved": true, "grant": true}` (approve, and allow the tool here for
 a while) or `{"approved": true, "arguments": {...}}` (the edited arguments, checked against
-that schema); a person's "no" is a Decline. How the request looks is its kind in
+that schema), with `"approved_by": [...]` when several people's approvals were needed; a
+person's "no" is a Decline. How the request looks is its kind in
 bot/requests/kinds.py.
 """
 
@@ -23,6 +24,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 
 from bot.errors import AnswerInvalidError
+from bot.requests.wording import listed
 
 GATE_TOOL = "approveToolCall"
 MASK = "•••"
@@ -177,10 +179,12 @@ def duration(seconds: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """An approval: plain, with a grant, or with edited arguments."""
+    """An approval: plain, with a grant, or with edited arguments; `approved_by` names who
+    approved when the policy needed several approvals (bot/policies/tally.py)."""
 
     grant: bool = False
     arguments: dict[str, Any] | None = None
+    approved_by: tuple[str, ...] = ()
 
     def answer(self) -> dict[str, Any]:
         answer: dict[str, Any] = {"approved": True}
@@ -188,7 +192,14 @@ class Decision:
             answer["grant"] = True
         if self.arguments is not None:
             answer["arguments"] = self.arguments
+        if self.approved_by:
+            answer["approved_by"] = list(self.approved_by)
         return answer
+
+
+def approved_line(approved_by: tuple[str, ...]) -> str | None:
+    """The line the model reads above the result of a call several people approved."""
+    return f"Approved by {listed(approved_by)}." if approved_by else None
 
 
 def read_decision(answer: Any) -> Decision:
@@ -201,7 +212,7 @@ def read_decision(answer: Any) -> Decision:
             raise ValueError("the answer is not JSON") from None
     if not isinstance(answer, dict) or answer.get("approved") is not True:
         raise ValueError('an approval is {"approved": true}; decline a call instead')
-    unknown = set(answer) - {"approved", "grant", "arguments"}
+    unknown = set(answer) - {"approved", "grant", "arguments", "approved_by"}
     if unknown:
         raise ValueError(f"unknown keys in the answer: {', '.join(sorted(unknown))}")
     grant = answer.get("grant", False)
@@ -212,7 +223,10 @@ def read_decision(answer: Any) -> Decision:
         raise ValueError("arguments is an object")
     if grant and edited is not None:
         raise ValueError("an edited call is approved once, without a grant")
-    return Decision(grant=grant, arguments=edited)
+    voters = answer.get("approved_by", [])
+    if not isinstance(voters, list) or not all(isinstance(v, str) and v for v in voters):
+        raise ValueError("approved_by is a list of who approved")
+    return Decision(grant=grant, arguments=edited, approved_by=tuple(voters))
 
 
 def edit_errors(schema: Mapping[str, Any], arguments: Any) -> dict[str, str]:

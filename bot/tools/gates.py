@@ -11,7 +11,8 @@ The gate wraps the handler of the team's tools (bot/tools/setup.py builds it wit
    the request it already made for the call, as a human tool does;
 3. declined, expired or undeliverable, the call does not run and the model reads why;
    approved, it runs with the call's arguments, or the edited ones (the model's result then
-   starts with a line saying who edited what).
+   starts with a line saying who edited what); approved by several people, as a policy may
+   require (bot/policies/tally.py), the result starts with a line naming them.
 
 Exactly once: a run is claimed by inserting its row (`gate_runs`, keyed by the approval's
 request id) before the tool is called, so of every worker and retry that gets the approval,
@@ -48,6 +49,7 @@ from bot.tools import AITool, ToolHandler
 from bot.tools.approvals import (
     GATE_TOOL,
     MASK,
+    approved_line,
     check_answer,
     edit_changes,
     edit_line,
@@ -277,16 +279,18 @@ class ToolGate:
                 request_id=request_id,
             )  # fmt: skip
         secrets_ = _secrets(run_arguments, rule.redact) | _secrets(arguments, rule.redact)
+        # Lines the model reads above the result: who approved (when it took several), the edit
+        said = [line for line in (approved_line(decision.approved_by), edit) if line is not None]
         try:
             result = await self._run_once(
                 request_id, request_id, name, secrets_, self._call(name, run_arguments)
             )
         except ToolCallError as err:
-            if edit is None:
+            if not said:
                 raise
-            said = ToolRefusedError if isinstance(err, ToolRefusedError) else ToolFailedError
-            raise said(f"{edit}\n{err.reason}") from None
-        return f"{edit}\n{result}" if edit is not None else result
+            error = ToolRefusedError if isinstance(err, ToolRefusedError) else ToolFailedError
+            raise error("\n".join([*said, err.reason])) from None
+        return "\n".join([*said, result])
 
     async def _wait(self, name: str, request_id: str) -> str:
         """The approval's answer; what the model reads (the tool did not run) otherwise."""

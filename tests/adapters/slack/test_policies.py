@@ -1,6 +1,7 @@
 """A policy file end to end in Slack (HITL_POLICY_FILE): who may answer is its rule's, checked
 at click time; a group's members read through Slack (usergroups.users.list); the actor
-refused under `allow_self: false`; a group that cannot be read lets nobody in, and says so."""
+refused under `allow_self: false`; a group that cannot be read lets nobody in, and says so;
+two approvals of a group's members, the message showing the tally between them."""
 
 from __future__ import annotations
 
@@ -11,14 +12,27 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigurationError
-from tests.adapters.slack.conftest import ALICE, STRANGER, WAIT, Env, StartEnv
+from tests.adapters.slack.conftest import (
+    ALICE,
+    CHANNEL,
+    JSON,
+    STRANGER,
+    WAIT,
+    Env,
+    StartEnv,
+    has_actions,
+)
 from tests.adapters.slack.test_e2e import answered_by, finish, start_turn
 
 BOB = "U0BOB00001"  # named in the rule
 CAROL = "U0CAROL001"  # in the ops group
 OPS = "S0OPSTEAM"
+DBAS = "S0DBATEAM"  # Bob and Carol
 POLICY = f"""\
 rules:
+  - match: {{tool: requestApproval, arguments: {{action: Drop the database}}}}
+    approvers: [slack:{DBAS}]
+    required: 2
   - match: {{tool: requestApproval, arguments: {{action: Deploy to production}}}}
     approvers: [slack:{OPS}, slack:{BOB}]
     allow_self: false
@@ -39,6 +53,7 @@ async def served(start_env: StartEnv, tmp_path: Path) -> Env:
     for user, name in ((BOB, "bob"), (CAROL, "carol")):
         env.slack.add_user(user, name)
     env.slack.add_usergroup(OPS, [CAROL, ALICE])  # Alice is in ops too: still not for her own
+    env.slack.add_usergroup(DBAS, [BOB, CAROL])
     return env
 
 
@@ -100,3 +115,29 @@ async def test_a_rule_s_deadline_is_the_request_s(start_env: StartEnv, tmp_path:
     assert record.expires_at is not None
     assert (record.expires_at - record.created_at).total_seconds() == pytest.approx(1, abs=0.01)
     await thread.settled(message, "Expired")
+
+
+async def test_two_approvals_with_the_tally_shown_between_them(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    env = await served(start_env, tmp_path)
+    drop = {"action": "Drop the database", "reason": "decommissioned"}
+    thread, message = await start_turn(env, "requestApproval", drop)
+    posted = len(env.slack.calls_to("chat.postMessage"))
+    await env.click(message, "hitl_approve", user=BOB)
+    tally = f"1 of 2 approvals: <@{BOB}>"
+
+    def voted() -> JSON:
+        current = env.slack.message(CHANNEL, message["ts"])
+        return current if tally in json.dumps(current["blocks"]) else {}
+
+    shown = await env.slack.wait_for(voted, WAIT)
+    assert has_actions(shown)  # still open: Carol, or anyone else of the group, may approve
+    assert len(env.slack.calls_to("chat.postMessage")) == posted  # the message edited, only
+    await env.click(message, "hitl_approve", user=BOB)  # Bob again
+    assert await notice_to(env, BOB, 1) == f"You voted already: {tally}."
+    await env.click(message, "hitl_approve", user=CAROL)
+    result = await finish(env, thread, message, f"Answered by <@{BOB}> and <@{CAROL}>")
+    assert json.loads(result["content"]) == {"approved": True, "approved_by": [BOB, CAROL]}
+    votes = [e.actor_id for e in await env.store.list_audit(limit=100) if e.action == "vote.cast"]
+    assert sorted(str(voter) for voter in votes) == sorted([BOB, CAROL])

@@ -98,6 +98,20 @@ def test_the_example_policy(tmp_path: Path) -> None:
     assert anything.approvers == (Principal("actor"),) and anything is not policy.fallback
 
 
+VOTES = """\
+rules:
+  - match: {tool: deploy}
+    approvers: [slack:S0OPSTEAM]
+    required: 2
+    declines_required: 2
+"""
+
+
+def test_votes_are_enforced_so_a_rule_may_ask_for_them(tmp_path: Path) -> None:
+    rule = policy_of(tmp_path, VOTES).rule_for("deploy", {})
+    assert (rule.required, rule.declines_required) == (2, 2)
+
+
 def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
     assert Policy.load(None, APPROVERS, ADMINS).rules == ()
     path = tmp_path / "policy.yaml"
@@ -109,7 +123,6 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("field", "written"),
     [
-        ("required", "required: 2"),
         ("on_timeout", "on_timeout: {answer: {approved: true}}"),
         ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
         ("deliver", "deliver: [approvers_dm]"),
@@ -119,7 +132,7 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
 def test_what_is_not_enforced_yet_is_refused_not_ignored(
     tmp_path: Path, field: str, written: str
 ) -> None:
-    """A rule asking for two approvals must never pass with one: refused at start instead."""
+    """A rule asking for a deadline must never wait without one: refused at start instead."""
     path = tmp_path / "policy.yaml"
     path.write_text(f"rules:\n  - match: {{tool: deploy}}\n    approvers: [slack:S0OPS0001]\n"
                     f"    {written}\n")  # fmt: skip

@@ -19,11 +19,12 @@ from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token
+from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token, Vote
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.doors import DoorTables
 from bot.store.engine import create_engine
 from bot.store.schema import JsonType, UTCDateTime, metadata
+from bot.store.votes import VoteTables
 from bot.store.webhooks import Delivery, WebhookTables
 from tests.bot.store.conftest import Database, receive_one
 
@@ -31,12 +32,14 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
     "health", "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries",
+    "votes",
 }  # fmt: skip
 HOLD_TABLES = {"holders", "proposals"}
 GATE_TABLES = {"gate_runs", "grants"}  # 0007
 DOOR_TABLES = {"api_tokens", "door_requests"}  # 0008
 WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
-LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES}  # after 0003
+VOTE_TABLES = {"votes"}  # 0010
+LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES}  # after 0003
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
@@ -214,7 +217,7 @@ async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -
     assert [tuple(row) for row in rows] == [("k2",)]  # SQL NULL, not JSON null
 
     await downgrade(database.url, "0005", schema=database.schema)
-    later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES
+    later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES | VOTE_TABLES
     assert await table_names(engine) == {*TABLES - later, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     assert await row_count(engine, "inbox") == 0
@@ -299,7 +302,34 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
     finally:
         await store.close()
     await downgrade(database.url, "0008", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - WEBHOOK_TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - WEBHOOK_TABLES - VOTE_TABLES, "alembic_version"}
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0010 adds the votes, one per person and request; its downgrade takes them away and
+    keeps the requests."""
+    await upgrade(database.url, "0009", schema=database.schema)
+    assert not VOTE_TABLES & await table_names(engine)
+    await add_request(engine, "r1")
+    await upgrade(database.url, "0010", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        tables = VoteTables(store)
+        now = datetime.now(UTC)
+        assert await tables.cast(Vote("r1", "bob", True, "d1", now))
+        assert not await tables.cast(Vote("r1", "bob", False, "d1", now, reason="no"))
+        assert await tables.cast(Vote("r1", "carol", False, "d1", now, reason="no"))
+        assert [(v.voter, v.approve) for v in await tables.votes("r1")] == [
+            ("bob", True), ("carol", False),
+        ]  # fmt: skip
+    finally:
+        await store.close()
+    await downgrade(database.url, "0009", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - VOTE_TABLES, "alembic_version"}
+    assert await row_count(engine, "requests") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []

@@ -1,0 +1,66 @@
+"""A policy file end to end in Teams (HITL_POLICY_FILE): two approvals of people the rule names
+by AAD object id, the card in the conversation updated with the tally between them, every
+refreshed card showing it, and the model's result naming both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.adapters.teams.conftest import WAIT, Chat, Env, StartEnv, User, is_live, text_of
+from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
+
+# The rule names Teams users by their AAD object ids, which are GUIDs.
+BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
+CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
+POLICY = f"""\
+rules:
+  - match: {{tool: requestApproval}}
+    approvers: [teams:{BOB.aad}, teams:{CAROL.aad}]
+    required: 2
+  - match: {{tool: "*"}}
+    approvers: [actor]
+"""
+TALLY = f"1 of 2 approvals: {BOB.name}"
+
+
+async def served(start_env: StartEnv, tmp_path: Path) -> Env:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    return await start_env(HITL_POLICY_FILE=str(policy))
+
+
+async def approve(chat: Chat, request_id: str, user: User) -> str:
+    """`user` fetches the live card (they are not among its refreshing users: a manual
+    refresh), then approves: the text of the card they are answered with."""
+    live = (await chat.invoke("hitl_refresh", request_id, user=user)).card
+    assert is_live(live)
+    return text_of((await chat.invoke("hitl_approve", request_id, user=user)).card)
+
+
+async def test_two_approvals_with_the_tally_on_every_card(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    env = await served(start_env, tmp_path)
+    deploy = {"action": "Deploy v2", "reason": "Release day"}
+    chat, activity_id, card = await start_turn(env, "requestApproval", deploy)
+    request_id = str(card["refresh"]["action"]["data"]["request_id"])
+
+    said = await approve(chat, request_id, BOB)
+    assert TALLY in said  # Bob's own card: the tally, and no controls (one vote each)
+
+    def tallied() -> bool:
+        current = chat.card(activity_id)
+        return TALLY in text_of(current) and bool(current.get("refresh"))
+
+    assert await env.connector.wait_for(tallied, WAIT)  # the card everyone sees, updated
+    again = (await chat.invoke("hitl_approve", request_id, user=BOB)).card
+    assert f"You voted already: {TALLY}." in text_of(again) and not is_live(again)
+    refreshed = (await chat.invoke("hitl_refresh", request_id, user=CAROL)).card
+    assert TALLY in text_of(refreshed) and is_live(refreshed)  # as every refresh draws it
+
+    answered = f"Answered by {BOB.name} and {CAROL.name}"
+    reply = await chat.invoke("hitl_approve", request_id, user=CAROL)
+    assert_settled_reply(reply, answered)
+    result = await finish(env, chat, activity_id, answered)
+    assert json.loads(result["content"]) == {"approved": True, "approved_by": [BOB.aad, CAROL.aad]}
