@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.addresses import find as find_address
+from adapters.slack.addresses import SlackAddresses
 from adapters.slack.calls import SlackCallError, call_slack, call_slack_or_fail
 from adapters.slack.messages import SlackMessage, render_message
 from adapters.slack.rooms import PREFIX, SlackRoom, parse_room
@@ -44,6 +44,7 @@ class SlackSurface:
         self.store = store
         self.tools = tools
         self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE)
+        self._addresses = SlackAddresses(client)
 
     async def observe(self, update: RequestUpdate) -> None:
         room = parse_room(update.room_id)
@@ -97,7 +98,7 @@ class SlackSurface:
     async def find(self, address: Address) -> Addressee:
         """A door's address in Slack: a DM, a channel, a thread (adapters/slack/addresses.py)."""
         try:
-            return await find_address(self.client, address)
+            return await self._addresses.find(address)
         except SlackCallError as err:
             raise UnknownAddressError(f"{address.text} cannot be reached now: {err}") from None
 
