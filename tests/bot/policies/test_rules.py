@@ -145,7 +145,9 @@ def test_what_is_not_enforced_yet_is_refused_not_ignored(
 def test_an_on_timeout_answer_is_read_and_checked_against_the_tool_it_names(
     tmp_path: Path,
 ) -> None:
-    policy = policy_of(tmp_path, """\
+    policy = policy_of(
+        tmp_path,
+        """\
 rules:
   - match: {tool: requestApproval}
     approvers: [slack:S0OPS0001]
@@ -153,7 +155,8 @@ rules:
   - match: {tool: "deploy*"}
     approvers: [slack:S0OPS0001]
     on_timeout: {answer: {approved: true}}
-""")
+""",
+    )
     assert policy.rules[0].on_timeout.answer == {"approved": False, "reason": "nobody answered"}
     # A glob names no one tool: its default is checked at the deadline, not here.
     assert policy.rules[1].on_timeout.answer == {"approved": True}
