@@ -118,6 +118,7 @@ async def build_service(settings: Settings) -> Service:
     tools = {**BUILTIN_TOOLS, **human.tools}
     # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
     human.handler.lifetime_rule = deciders.lifetime  # a rule's `timeout_seconds`
+    human.handler.expiry_answer = deciders.expiry_answer  # a rule's `on_timeout` answer
     router = Router(
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
         tools=tools, deciders=deciders, votes=VoteTables(store),

@@ -44,6 +44,7 @@ SHOWN_STATUS = {
     RequestStatus.CANCELLED: "cancelled",
     RequestStatus.UNDELIVERABLE: "undeliverable",
 }
+ANSWERED = (RequestStatus.RESOLVED, RequestStatus.TIMED_OUT)
 STATUS_OF = {shown: status for status, shown in SHOWN_STATUS.items()}
 
 RequestBody = dict[str, Any]
@@ -109,7 +110,8 @@ def request_body(record: RequestRecord | None, row: Asked) -> RequestBody:
         "created_at": _iso(record.created_at),
         "expires_at": _iso(record.expires_at),
     }
-    if record.status is RequestStatus.RESOLVED and record.result is not None:
+    # An expired request's answer is the policy's default (`on_timeout`), if it had one.
+    if record.status in ANSWERED and record.result is not None:
         body["answer"] = _parsed(record.result)
     if record.status is not RequestStatus.PENDING:
         body["reason"] = record.reason or None

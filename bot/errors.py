@@ -12,6 +12,16 @@ class HumanInputRejectedError(RuntimeError):
     """A person (or an ON_USER_INPUT_REQUIRED hook) refused the request; `str(err)` says why."""
 
 
+class ExpiredWithAnswerError(TimeoutError):
+    """A request expired and its policy rule's `on_timeout` answer applied: `answer` is that
+    default (as stored), never a person's. A TimeoutError, so a caller that knows nothing of
+    defaults treats it as the plain expiry it also is."""
+
+    def __init__(self, reason: str, answer: str) -> None:
+        super().__init__(reason)
+        self.answer = answer
+
+
 class UndeliverableError(RuntimeError):
     """A request could not be shown to anyone: `str(err)` says why. A surface raises it from
     `observe` when the platform refused to post a new request for good (after retries); the

@@ -18,6 +18,7 @@ from pydantic import (
 
 from bot.errors import (
     AnswerInvalidError,
+    ExpiredWithAnswerError,
     HumanInputRejectedError,
     ToolFailedError,
     ToolRefusedError,
@@ -300,10 +301,24 @@ class HumanInputToolHandler:
             raise ToolRefusedError(
                 f"Rejected: {rejected}" if str(rejected) else "Rejected"
             ) from None
+        except ExpiredWithAnswerError as expired:
+            return expired_answer(expired.answer)
         except TimeoutError as expired:
             raise ToolFailedError(str(expired) or timeout_message(self.timeout, name)) from None
         except UndeliverableError as undelivered:
             raise ToolFailedError(undeliverable_message(str(undelivered))) from None
+
+
+def expired_answer(answer: str) -> str:
+    """What the model reads of the policy's default answer at the deadline: the answer with
+    `"expired": true`, so it is never taken for a person's. Added here, not a field of the
+    answer models: a person's answer can then never claim to be a default."""
+    try:
+        parsed = json.loads(answer)
+    except ValueError:
+        parsed = answer  # a developer's tool's answer, taken verbatim
+    shown = {**parsed} if isinstance(parsed, dict) else {"answer": parsed}
+    return json.dumps({**shown, "expired": True}, ensure_ascii=False)
 
 
 def answer_json(answer: BaseModel | dict[str, Any]) -> str:

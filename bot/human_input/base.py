@@ -70,6 +70,9 @@ class HandlerState(ABC):
         # Updates of a request not yet delivered to the observers, while a delivery runs.
         self._deliveries: dict[str, list[RequestUpdate]] = {}
         self._validators: dict[str, AnswerValidator] = {}
+        # A policy's default answer at the deadline, where it reads otherwise than a person's
+        # (an approval gate's default may decline); else `_validators` checks it.
+        self._expiry_validators: dict[str, AnswerValidator] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         # Running notifier calls, with the channel of their request (close() cuts a channel's).
         self._notifiers: dict[asyncio.Task[Any], str] = {}
@@ -77,6 +80,9 @@ class HandlerState(ABC):
         # A policy's deadline for a call (tool name, arguments), over the caller's: the
         # policy file's `timeout_seconds` (bot/policies/deciders.py); None: the caller's.
         self.lifetime_rule: Callable[[str, dict[str, Any]], float | None] | None = None
+        # A policy's answer at the deadline for a call (tool name, arguments), as JSON: the
+        # policy file's `on_timeout: {answer: ...}`; None: the request expires unanswered.
+        self.expiry_answer: Callable[[str, dict[str, Any]], str | None] | None = None
         # Set while the worker shuts down: a wait cut then leaves its request pending, for the
         # worker that resumes the run (DESIGN.md §3), instead of withdrawing it.
         self.suspended = False
@@ -163,6 +169,9 @@ class HandlerState(ABC):
 
     @abstractmethod
     def _expire(self, request: PendingInput) -> None: ...  # waiting.py
+
+    @abstractmethod
+    def _default_answer(self, request: PendingInput) -> str | None: ...  # waiting.py
 
     @abstractmethod
     def reject(

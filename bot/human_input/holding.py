@@ -249,12 +249,13 @@ class Holding(HandlerState):
         """Time out a request whose durable deadline passed (the deadline scheduler calls it).
         One held by a live worker is left to that worker's own timer."""
         reason = timeout_message(record.lifetime_seconds or 0.0, record.tool_name)
+        result = self._default_answer(record)
         request = self._active.get(record.id)
         if request is not None:
-            self._settle(request, RequestStatus.TIMED_OUT, reason=reason)
+            self._settle(request, RequestStatus.TIMED_OUT, result=result, reason=reason)
             return
         assert self.store is not None
-        settlement = self._settlement(record.id, RequestStatus.TIMED_OUT, None, reason)
+        settlement = self._settlement(record.id, RequestStatus.TIMED_OUT, result, reason)
         if not await self.store.settle(settlement):
             return
         request = self._active.get(record.id)

@@ -33,6 +33,12 @@ class Settling(HandlerState):
         project defines register one; any other tool's answer is taken verbatim."""
         self._validators[tool_name] = validator
 
+    def set_expiry_validator(self, tool_name: str, validator: AnswerValidator) -> None:
+        """Check a policy's default answer to `tool_name` at the deadline with `validator`
+        rather than the one for people's answers (an approval gate's default may decline,
+        which a person does by declining, not by answering)."""
+        self._expiry_validators[tool_name] = validator
+
     def resolve(self, pending_id: str, result: str, *, by: str | None = None) -> bool:
         """Answer a request with any string. True means its waiter gets exactly this answer;
         False that it will not (unknown, already settled, refused by the tool's validator, or

@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bot.errors import HumanInputRejectedError, UndeliverableError
+from bot.errors import ExpiredWithAnswerError, HumanInputRejectedError, UndeliverableError
 from bot.records import PendingInput, RequestStatus
 
 
@@ -139,6 +139,8 @@ def outcome(request: PendingInput) -> str:
     if status is RequestStatus.REJECTED:
         raise HumanInputRejectedError(reason)
     if status is RequestStatus.TIMED_OUT:
+        if request.result is not None:  # the policy's default answer applied at the deadline
+            raise ExpiredWithAnswerError(reason, request.result)
         raise TimeoutError(reason)
     if status is RequestStatus.UNDELIVERABLE:
         raise UndeliverableError(reason)

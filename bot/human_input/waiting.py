@@ -9,11 +9,14 @@ the retention (filled when the outcome arrived) is what a later wait() replays.
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 
 from bot.human_input.base import DEFAULT_TIMEOUT_SECONDS, HandlerState
 from bot.human_input.snapshots import outcome, timeout_message
 from bot.records import FOREIGN, PendingInput, RequestStatus
+
+log = logging.getLogger("bot.human_input")
 
 
 class Waiting(HandlerState):
@@ -88,7 +91,27 @@ class Waiting(HandlerState):
     def _expire(self, request: PendingInput) -> None:
         request._timer = None
         reason = timeout_message(request._timer_seconds, request.tool_name)
-        self._settle(request, RequestStatus.TIMED_OUT, reason=reason)
+        result = self._default_answer(request)
+        self._settle(request, RequestStatus.TIMED_OUT, result=result, reason=reason)
+
+    def _default_answer(self, request: PendingInput) -> str | None:
+        """The policy's answer at the deadline (`expiry_answer`), checked as a person's would
+        be; None when there is none, or when it does not fit the tool's answer (then the
+        request expires unanswered: a default the tool cannot read must not pass as one)."""
+        if self.expiry_answer is None:
+            return None
+        answer = self.expiry_answer(request.tool_name, request.arguments)
+        if answer is None:
+            return None
+        validator = self._expiry_validators.get(request.tool_name)
+        try:
+            if validator is not None:
+                return validator(request.arguments, answer)
+            return self._validated(request, answer)
+        except Exception as err:
+            log.warning("the policy's default answer to %s does not fit %s, so it expired "
+                        "unanswered: %s", request.id, request.tool_name, err)  # fmt: skip
+            return None
 
     async def _load(self, pending_id: str) -> PendingInput | None:
         """Bring a request written by another process (or before a restart) into memory, and

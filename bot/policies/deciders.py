@@ -11,6 +11,7 @@ lets nobody in through it, and the refusal says so.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,12 @@ class Deciders:
         """The rule's `timeout_seconds` for such a request (None: the caller's own); the
         handler's `lifetime_rule`."""
         return self.rule_of(tool_name, arguments).timeout_seconds
+
+    def expiry_answer(self, tool_name: str, arguments: dict[str, Any]) -> str | None:
+        """The rule's `on_timeout` answer for such a request, as JSON (None: it expires
+        unanswered); the handler's `expiry_answer`, which checks it against the tool."""
+        answer = self.rule_of(tool_name, arguments).on_timeout.answer
+        return None if answer is None else json.dumps(answer, ensure_ascii=False)
 
     async def check(self, record: RequestRecord, users: Sequence[str]) -> Verdict:
         """May the person known by `users` (their id, then its aliases) answer `record`?"""

@@ -7,6 +7,9 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
+from pydantic import ValidationError
+
+from bot.human_tools import BUILTIN_TOOLS
 from bot.policies.destinations import THREAD
 from bot.policies.policy_file import Match, PolicyFile, Rule, load_policy_file
 from bot.policies.principals import ACTOR, configured_user
@@ -47,6 +50,9 @@ class Policy:
             if unenforced is not None:
                 raise file.error(("rules", index, unenforced),
                                  "not enforced by this version yet: remove it")  # fmt: skip
+            unfit = default_answer_error(rule)
+            if unfit is not None:
+                raise file.error(("rules", index, "on_timeout", "answer"), unfit)
         return cls(file.rules, default_rule(approvers, admins), admins)
 
     @classmethod
@@ -72,15 +78,32 @@ class Policy:
 
 def not_enforced(rule: Rule) -> str | None:
     """The first field of `rule` set to what this version does not enforce yet (who may
-    answer, `allow_self`, `timeout_seconds`, `required` and `declines_required` are; a default
-    answer at the deadline, escalation, delivery and drivers are to come)."""
+    answer, `allow_self`, `timeout_seconds`, `required`, `declines_required` and `on_timeout`
+    are; escalation, delivery and drivers are to come)."""
     unset = {
-        "on_timeout": rule.on_timeout.declines,
         "escalate": not rule.escalate,
         "deliver": rule.deliver == (THREAD,),
         "drivers": rule.drivers is None,
     }
     return next((name for name, default in unset.items() if not default), None)
+
+
+def default_answer_error(rule: Rule) -> str | None:
+    """What is wrong with the rule's `on_timeout` answer, when its match names one built-in
+    human tool (exactly, no glob) whose answer model is known without the call's arguments.
+    Any other default is checked at the deadline, and one that does not fit expires the
+    request unanswered (with a warning): a gated tool's rule cannot tell it is gated here."""
+    answer = rule.on_timeout.answer
+    tool = BUILTIN_TOOLS.get(rule.match.tool)
+    if answer is None or tool is None or tool.answer is None:
+        return None
+    try:
+        tool.answer.model_validate(answer)
+    except ValidationError as err:
+        wrong = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"
+                          for e in err.errors())  # fmt: skip
+        return f"not an answer of {tool.name}: {wrong}"
+    return None
 
 
 def default_rule(approvers: frozenset[str], admins: frozenset[str]) -> Rule:

@@ -60,6 +60,7 @@ def build_view(
         settled_at=update.settled_at,
         reason=update.reason,
         approved_by=approved_by(update),
+        defaulted=update.result is not None,
     )
     if update.tally is not None and state is RenderState.EXECUTING:
         # The votes so far, in the line every surface shows (with its people formatted).
@@ -94,7 +95,10 @@ def approved_by(update: RequestUpdate) -> list[str]:
 
 
 def _outcome(kind: Kind, update: RequestUpdate) -> tuple[Fact, ...]:
-    if update.state is RenderState.COMPLETE:
+    # An expired request with a result carries the policy's default answer: shown as one.
+    if update.state is RenderState.COMPLETE or (
+        update.state is RenderState.EXPIRED and update.result is not None
+    ):
         facts = kind.answer_facts(update.arguments, answer_of(update.result))
         if update.run_outcome:  # what came of the answer (a gated tool's run)
             facts = [*facts, Fact("Outcome", update.run_outcome)]

@@ -131,8 +131,10 @@ def status_line(
     settled_at: datetime | None,
     reason: str | None = None,
     approved_by: Sequence[str] = (),
+    defaulted: bool = False,
 ) -> Phrase:
-    """`approved_by`: the people whose approvals settled the request, when it took several."""
+    """`approved_by`: the people whose approvals settled the request, when it took several;
+    `defaulted`: it expired with the policy's default answer (`on_timeout`)."""
     if state is RenderState.IN_PROGRESS:
         return Phrase("Preparing request…")
     if state is RenderState.EXECUTING:
@@ -148,6 +150,8 @@ def status_line(
     if state is RenderState.REJECTED:
         return _by_at("Declined", settled_by, settled_at)
     if state is RenderState.EXPIRED:
+        if defaulted:
+            return Phrase("Expired: the policy's default answer applied.")
         at = {"at": expires_at} if expires_at else {}
         return Phrase(("Expired {at}" if at else "Expired") + ": no answer was given in time.",
                       moments=at)  # fmt: skip

@@ -267,6 +267,32 @@ def check_answer(args: Mapping[str, Any], answer: str) -> str:
     return json.dumps(decision.answer(), ensure_ascii=False)
 
 
+def check_default(args: Mapping[str, Any], answer: str) -> str:
+    """The handler's check of a policy's default answer to `approveToolCall` at the deadline
+    (`on_timeout: {answer: ...}`): an approval as `check_answer` reads it, or a decline,
+    `{"approved": false}` with an optional `reason`, which a person would give by declining."""
+    try:
+        parsed = json.loads(answer)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("approved") is False:
+        reason = parsed.get("reason")
+        if set(parsed) - {"approved", "reason"} or not isinstance(reason, str | None):
+            raise AnswerInvalidError(f"Invalid default for '{GATE_TOOL}': a decline is "
+                                     '{"approved": false, "reason": "..."}')  # fmt: skip
+        return json.dumps(parsed, ensure_ascii=False)
+    return check_answer(args, answer)
+
+
+def declined_by_default(answer: str) -> str | None:
+    """The reason of a default answer that declines (`check_default`'s), "" for none; None
+    for an approval."""
+    parsed = json.loads(answer)
+    if isinstance(parsed, dict) and parsed.get("approved") is False:
+        return str(parsed.get("reason") or "")
+    return None
+
+
 def typed_edit(schema: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """A form's values as the tool takes them: a choice of a non-text enum (a form carries
     every option as text) back to the enum's own value."""

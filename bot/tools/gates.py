@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from bot.errors import (
+    ExpiredWithAnswerError,
     HumanInputRejectedError,
     ToolCallError,
     ToolFailedError,
@@ -51,6 +52,8 @@ from bot.tools.approvals import (
     MASK,
     approved_line,
     check_answer,
+    check_default,
+    declined_by_default,
     edit_changes,
     edit_line,
     fold,
@@ -65,6 +68,9 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_SECONDS = 300.0
 LEASE_SECONDS = 30.0  # a running call's claim is renewed every third of this
 OUTCOME_SHOWN = 200  # characters of a run's outcome line
+DEFAULTED = (
+    "Nobody answered the approval in time: the call ran on the policy's default answer at expiry."
+)
 INTERRUPTED = (
     "The approved call of '{tool}' was interrupted: the worker running it stopped before it "
     "finished. It was not run again, so whether it took effect is unknown; check before "
@@ -187,6 +193,7 @@ class ToolGate:
         # Answers to approval requests are checked wherever they come from (the router checks
         # them too, to show errors beside the Edit form's fields).
         self.handler.set_answer_validator(GATE_TOOL, check_answer)
+        self.handler.set_expiry_validator(GATE_TOOL, check_default)
 
     async def __call__(self, name: str, arguments: dict[str, Any]) -> str:
         rule = self.rule_for(name) if name in self.tools else None
@@ -256,8 +263,18 @@ class ToolGate:
         rule: ApprovalRule,
         context: ToolCallContext,
     ) -> str:
-        """Wait for the approval request's answer, then run the call once (as edited)."""
-        answer = await self._wait(name, request_id)
+        """Wait for the approval request's answer, then run the call once (as edited). At the
+        deadline, the policy's default answer (`on_timeout`) decides as an answer would, and
+        the model is told it did."""
+        answer, expired = await self._wait(name, request_id)
+        if expired:
+            declined = declined_by_default(answer)
+            if declined is not None:
+                raise ToolFailedError(
+                    f"Nobody approved the call of '{name}' in time, so it did not run: the "
+                    "policy's default answer at expiry declined it"
+                    + (f": {declined}" if declined else "")
+                )
         try:
             decision = read_decision(answer)
         except ValueError as err:  # the handler's validator lets no such answer through
@@ -271,7 +288,13 @@ class ToolGate:
             before = {k: v for k, v in arguments.items() if k in editable}
             run_arguments = {**kept, **decision.arguments}
             edit = edit_line(by, edit_changes(before, decision.arguments))
-        if decision.grant and self.grants is not None and context.room_id and rule.grant_seconds:
+        if (
+            decision.grant
+            and not expired
+            and self.grants is not None
+            and context.room_id
+            and rule.grant_seconds
+        ):
             await self.grants.grant(
                 room_id=context.room_id, actor_id=context.actor_id, tool_name=name,
                 arguments=run_arguments, scope=rule.grant_scope, redact=rule.redact,
@@ -280,7 +303,11 @@ class ToolGate:
             )  # fmt: skip
         secrets_ = _secrets(run_arguments, rule.redact) | _secrets(arguments, rule.redact)
         # Lines the model reads above the result: who approved (when it took several), the edit
-        said = [line for line in (approved_line(decision.approved_by), edit) if line is not None]
+        said = [
+            line
+            for line in (DEFAULTED if expired else None, approved_line(decision.approved_by), edit)
+            if line is not None
+        ]
         try:
             result = await self._run_once(
                 request_id, request_id, name, secrets_, self._call(name, run_arguments)
@@ -292,10 +319,13 @@ class ToolGate:
             raise error("\n".join([*said, err.reason])) from None
         return "\n".join([*said, result])
 
-    async def _wait(self, name: str, request_id: str) -> str:
-        """The approval's answer; what the model reads (the tool did not run) otherwise."""
+    async def _wait(self, name: str, request_id: str) -> tuple[str, bool]:
+        """The approval's answer and whether it is the policy's default at expiry; what the
+        model reads (the tool did not run) otherwise."""
         try:
-            return await self.handler.wait(request_id, timeout=self.timeout)
+            return await self.handler.wait(request_id, timeout=self.timeout), False
+        except ExpiredWithAnswerError as expired:
+            return expired.answer, True
         except HumanInputRejectedError as rejected:
             raise ToolRefusedError(
                 f"Rejected: {rejected}" if str(rejected) else "Rejected"

@@ -1,7 +1,8 @@
 """A policy file end to end in Slack (HITL_POLICY_FILE): who may answer is its rule's, checked
 at click time; a group's members read through Slack (usergroups.users.list); the actor
 refused under `allow_self: false`; a group that cannot be read lets nobody in, and says so;
-two approvals of a group's members, the message showing the tally between them."""
+two approvals of a group's members, the message showing the tally between them; a rule's
+default answer at its deadline (`on_timeout`), read by the model as expired."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigurationError
+from bot.records import RequestStatus
 from tests.adapters.slack.conftest import (
     ALICE,
     CHANNEL,
@@ -41,6 +43,10 @@ rules:
   - match: {{tool: confirmAction}}
     approvers: [actor]
     timeout_seconds: 1
+  - match: {{tool: requestApproval, arguments: {{action: Restart the cache}}}}
+    approvers: [actor]
+    timeout_seconds: 1
+    on_timeout: {{answer: {{approved: false, reason: nobody answered}}}}
   - match: {{tool: "*"}}
     approvers: [actor]
 """
@@ -115,6 +121,20 @@ async def test_a_rule_s_deadline_is_the_request_s(start_env: StartEnv, tmp_path:
     assert record.expires_at is not None
     assert (record.expires_at - record.created_at).total_seconds() == pytest.approx(1, abs=0.01)
     await thread.settled(message, "Expired")
+
+
+async def test_at_the_deadline_the_rule_s_default_answer_applies_as_expired(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    env = await served(start_env, tmp_path)
+    restart = {"action": "Restart the cache", "reason": "it is slow"}
+    thread, message = await start_turn(env, "requestApproval", restart)
+    result = await finish(env, thread, message, "Expired: the policy's default answer applied.")
+    assert json.loads(result["content"]) == {
+        "approved": False, "reason": "nobody answered", "expired": True,
+    }  # fmt: skip
+    record = await env.request_record(message)
+    assert record.status is RequestStatus.TIMED_OUT and record.settled_by is None
 
 
 async def test_two_approvals_with_the_tally_shown_between_them(

@@ -123,7 +123,6 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("field", "written"),
     [
-        ("on_timeout", "on_timeout: {answer: {approved: true}}"),
         ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
         ("deliver", "deliver: [approvers_dm]"),
         ("drivers", "drivers: [slack:U0BOB0001]"),
@@ -141,3 +140,36 @@ def test_what_is_not_enforced_yet_is_refused_not_ignored(
     assert str(refused.value) == (
         f"{path}:4: rules[0].{field}: not enforced by this version yet: remove it"
     )
+
+
+def test_an_on_timeout_answer_is_read_and_checked_against_the_tool_it_names(
+    tmp_path: Path,
+) -> None:
+    policy = policy_of(
+        tmp_path,
+        """\
+rules:
+  - match: {tool: requestApproval}
+    approvers: [slack:S0OPS0001]
+    on_timeout: {answer: {approved: false, reason: nobody answered}}
+  - match: {tool: "deploy*"}
+    approvers: [slack:S0OPS0001]
+    on_timeout: {answer: {approved: true}}
+""",
+    )
+    assert policy.rules[0].on_timeout.answer == {"approved": False, "reason": "nobody answered"}
+    # A glob names no one tool: its default is checked at the deadline, not here.
+    assert policy.rules[1].on_timeout.answer == {"approved": True}
+
+
+def test_an_on_timeout_answer_that_does_not_fit_the_built_in_tool_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules:\n  - match: {tool: confirmAction}\n    approvers: [actor]\n"
+                    "    on_timeout: {answer: {approved: false}}\n")  # fmt: skip
+    with pytest.raises(ConfigurationError) as refused:
+        Policy.load(path, APPROVERS, ADMINS)
+    message = str(refused.value)
+    assert message.startswith(f"{path}:4: rules[0].on_timeout.answer: not an answer of "
+                              "confirmAction: confirmed: Field required")  # fmt: skip

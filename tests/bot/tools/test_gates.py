@@ -351,3 +351,41 @@ async def test_an_approval_nobody_gives_in_time_runs_nothing(tool: Deployer) -> 
     with tool_turn_context(turn), pytest.raises(ToolFailedError, match="Nobody approved"):
         await within(gate("deploy", CALL))
     assert tool.runs == []
+
+
+@pytest.mark.parametrize("approves", [True, False])
+async def test_at_the_deadline_the_policy_s_default_answer_decides(
+    tool: Deployer, approves: bool
+) -> None:
+    """`on_timeout: {answer: ...}`: a default that approves runs the call (and says so); one
+    that declines does not. Either way the request expired, answered by no one."""
+    handler = HumanInputHandler()
+    default = {"approved": True} if approves else {"approved": False, "reason": "nobody came"}
+    handler.expiry_answer = lambda name, arguments: json.dumps(default)
+    gate = ToolGate(tool, {"deploy": DEPLOY}, Rules().approval_for, handler=handler, timeout=0.1)
+    heard: list[RequestUpdate] = []
+
+    async def observe(update: RequestUpdate) -> None:
+        heard.append(update)
+
+    handler.add_observer(observe)
+    turn = ToolCallContext(room_id=ROOM, tool_call_id="t1", actor_id=ACTOR)
+    with tool_turn_context(turn):
+        if approves:
+            said, result = (await within(gate("deploy", CALL))).split("\n", 1)
+            assert said == ("Nobody answered the approval in time: the call ran on the "
+                            "policy's default answer at expiry.")  # fmt: skip
+            assert json.loads(result)["env"] == "production"
+            assert tool.runs == [CALL]
+        else:
+            with pytest.raises(ToolFailedError) as failed:
+                await within(gate("deploy", CALL))
+            assert failed.value.reason == (
+                "Nobody approved the call of 'deploy' in time, so it did not run: the policy's "
+                "default answer at expiry declined it: nobody came"
+            )
+            assert tool.runs == []
+    await handler.drain()
+    expired = [u for u in heard if u.state is RenderState.EXPIRED]
+    assert expired and expired[0].settled_by is None
+    assert json.loads(expired[0].result or "") == default
