@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -61,6 +60,7 @@ from bot.tools.approvals import (
     read_request,
     request_arguments,
 )
+from bot.tools.gate_runs import GateRunStore, MemoryGateRuns
 from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
@@ -105,50 +105,6 @@ class ApprovalConfig(Protocol):
 Gate = Callable[[ToolHandler, Mapping[str, AITool], Any], ToolHandler]
 """What `build_tool_handler(tools, gate=...)` takes: (inner, tools by name, rules) -> the
 gated handler; `config.approval_for(name)` gives each tool's rule."""
-
-
-class GateRunStore(Protocol):
-    """Where runs are claimed and their results kept (bot.store.SqlStore has it)."""
-
-    async def claim_gate_run(self, run: GateRun) -> GateRun | None: ...
-
-    async def gate_run(self, key: str) -> GateRun | None: ...
-
-    async def renew_gate_run(self, key: str, worker: str, lease_until: datetime) -> None: ...
-
-    async def finish_gate_run(self, run: GateRun, *, actor_id: str | None = None) -> bool: ...
-
-
-class MemoryGateRuns:
-    """Runs claimed in this process only (a bridge without a store): the latest `keep`."""
-
-    def __init__(self, keep: int = 10_000) -> None:
-        self.keep = keep
-        self._runs: OrderedDict[str, GateRun] = OrderedDict()
-
-    async def claim_gate_run(self, run: GateRun) -> GateRun | None:
-        existing = self._runs.get(run.key)
-        if existing is not None:
-            return existing
-        self._runs[run.key] = run
-        while len(self._runs) > self.keep:
-            self._runs.popitem(last=False)
-        return None
-
-    async def gate_run(self, key: str) -> GateRun | None:
-        return self._runs.get(key)
-
-    async def renew_gate_run(self, key: str, worker: str, lease_until: datetime) -> None:
-        run = self._runs.get(key)
-        if run is not None and run.worker == worker and run.finished_at is None:
-            self._runs[key] = replace(run, lease_until=lease_until)
-
-    async def finish_gate_run(self, run: GateRun, *, actor_id: str | None = None) -> bool:
-        claimed = self._runs.get(run.key)
-        if claimed is None or claimed.worker != run.worker or claimed.finished_at is not None:
-            return False
-        self._runs[run.key] = run
-        return True
 
 
 def approval_gate(
