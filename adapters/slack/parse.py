@@ -352,6 +352,9 @@ def _check_view(view: Any) -> None:
         _check(view["state"], _STATE, "view.state.")
 
 
+_WITH_ACTIONS = ("block_actions", "interactive_message")
+
+
 def check_envelope(body: Any) -> dict[str, Any]:
     """`body` (a request as Bolt parsed it) if Bolt and our listeners can read it: the fields
     they read have the types Slack sends; PayloadError saying what is wrong otherwise."""
@@ -371,6 +374,8 @@ def check_envelope(body: Any) -> dict[str, Any]:
         _check_event(body["event"])
     if "actions" in body:
         _check_actions(body["actions"])
+    elif body.get("type") in _WITH_ACTIONS:  # Bolt reads body["actions"][0] of these
+        raise PayloadError(f"a {body['type']} payload without actions")
     if "view" in body:
         _check_view(body["view"])
     return body

@@ -267,6 +267,12 @@ SIGNED_ODD: list[tuple[bytes, str]] = [
     (form({**click(), "actions": [1]}), FORM),
     (form({**click(), "actions": [{}]}), FORM),
     (form({**click(), "actions": [{"action_id": 7}]}), FORM),
+    (form({k: v for k, v in click().items() if k != "actions"}), FORM),
+    # Found by test_fuzz.py: Bolt reads an attachment action's actions[0], there or not.
+    (
+        json.dumps({"callback_id": "event_callback", "type": "interactive_message"}).encode(),
+        JSON_TYPE,
+    ),
     (form({**click(), "user": [1]}), FORM),
     (form({**click(), "team": {"id": 5}}), FORM),
     (form({**click(), "authorizations": "x"}), FORM),
