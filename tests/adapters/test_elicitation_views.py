@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,6 +24,7 @@ from bot.requests.view import build_view
 from bot.tools.elicitation import ELICIT_INPUT, ElicitInputArgs
 from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_valid_modal
 from tests.adapters.teams.card_rules import assert_valid_card
+from tests.adapters.test_one_view import strings
 
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 SCHEMA = {
@@ -68,17 +68,6 @@ def update(state: RenderState, arguments: dict[str, Any], result: str) -> Reques
         settled_by="U0ACTOR01" if settled else None,
         settled_at=CREATED + timedelta(minutes=1) if settled else None,
     )  # fmt: skip
-
-
-def strings(node: Any) -> Iterator[str]:
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from strings(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from strings(item)
 
 
 def drawn(request: RequestUpdate) -> dict[str, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,6 +24,7 @@ from bot.tools.approvals import GATE_TOOL, MASK, request_arguments
 from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_valid_modal
 from tests.adapters.slack.updates import MARK, assert_inert
 from tests.adapters.teams.card_rules import assert_valid_card
+from tests.adapters.test_one_view import strings
 
 ACTOR, DECIDER = "U0ACTOR01", "U0DECIDE1"
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -79,17 +79,6 @@ def gate_update(state: RenderState, **changes: Any) -> RequestUpdate:
         "run_outcome": "ok" if state is RenderState.COMPLETE else None,
     }
     return RequestUpdate(**{**fields, **changes})
-
-
-def strings(node: Any) -> Iterator[str]:
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from strings(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from strings(item)
 
 
 TEAMS_SHOWN = str.maketrans({"\u2039": "<", "\u203a": ">"})  # the inert brackets Teams draws

@@ -80,15 +80,16 @@ def _update(tool: str, state: RenderState) -> RequestUpdate:
     )
 
 
-def _strings(node: Any) -> Iterator[str]:
+def strings(node: Any) -> Iterator[str]:
+    """Every string in a drawn message or card (the other view tests read them too)."""
     if isinstance(node, str):
         yield node
     elif isinstance(node, dict):
         for value in node.values():
-            yield from _strings(value)
+            yield from strings(value)
     elif isinstance(node, list):
         for item in node:
-            yield from _strings(item)
+            yield from strings(item)
 
 
 def _shown(tool: str, update: RequestUpdate) -> dict[str, str]:
@@ -98,8 +99,8 @@ def _shown(tool: str, update: RequestUpdate) -> dict[str, str]:
     view = build_view(update, BUILTIN_TOOLS[tool])
     console = console_draw(view) + "\n" + menu(view.controls)  # the menu asks for the answer
     shown = {
-        "slack": "\n".join(_strings(slack.blocks)),
-        "teams": "\n".join(_strings(card)).replace("\u2060", ""),  # Teams' inert joiners
+        "slack": "\n".join(strings(slack.blocks)),
+        "teams": "\n".join(strings(card)).replace("\u2060", ""),  # Teams' inert joiners
         "console": console,
     }
     return {surface: _flat(text) for surface, text in shown.items()}

@@ -263,19 +263,25 @@ async def test_two_workers_waiting_on_one_approval_run_it_once(
     assert [e.action for e in audit].count("tool.ran") == 1
 
 
-async def test_a_call_approved_before_a_restart_runs_after_it_once(
-    database: Database,  # noqa: F811
-    worker: Worker,
-    tool: Deployer,
-) -> None:
+async def asked_then_stopped(worker: Worker) -> RequestUpdate:
+    """The call asks; then its worker stops: the wait is cut, the request stays pending for
+    a resume. The approval request, as shown."""
     call = worker.call(CALL, call_id="toolu_1")
     asked = await worker.asked()
-    # The worker is stopped: its wait is cut, the request stays pending for a resume.
     worker.handler.suspended = True
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
     await worker.handler.drain()
+    return asked
+
+
+async def test_a_call_approved_before_a_restart_runs_after_it_once(
+    database: Database,  # noqa: F811
+    worker: Worker,
+    tool: Deployer,
+) -> None:
+    asked = await asked_then_stopped(worker)
 
     restarted = await start_worker(database, "worker-b", tool)
     try:
@@ -299,13 +305,7 @@ async def test_a_run_whose_worker_died_mid_run_is_not_run_again(
     worker: Worker,
     tool: Deployer,
 ) -> None:
-    call = worker.call(CALL, call_id="toolu_1")
-    asked = await worker.asked()
-    worker.handler.suspended = True
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    await worker.handler.drain()
+    asked = await asked_then_stopped(worker)
     assert isinstance(await worker.answer(asked.pending_id, Verb.APPROVE), Settled)
     # A worker claimed the run and died while the tool ran: its lease lapsed unrenewed.
     past = datetime.now(UTC) - timedelta(minutes=5)
