@@ -283,6 +283,10 @@ class TokenRow(Base):
     webhook_secret: Mapped[str] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # An admin token may also sign in to the admin console (adapters/admin); others may not.
+    # No Python default: an insert names the column only for an admin token, so today's
+    # store still writes plain tokens on a schema before 0013.
+    admin: Mapped[bool] = mapped_column(server_default=false())
 
 
 class DoorRow(Base):
