@@ -68,9 +68,9 @@ class Tokens:
                       datetime.now(UTC), admin=admin)  # fmt: skip
         if not await self.store.add_token(token):
             raise TokenError(f"a token named {name} exists already (names are never reused)")
+        detail = {"token": name, "admin": admin}
         await self.store.append_audit(
-            AuditEntry("token.created", token.created_at, None, None,
-                       {"token": name, "admin": admin})  # fmt: skip
+            AuditEntry("token.created", token.created_at, None, None, detail)
         )
         return plain, token
 

@@ -1,4 +1,5 @@
-"""Admin tokens: a bearer token that may also sign in to the admin console (adapters/admin).
+"""Admin tokens: a bearer token that may also sign in to the admin console (adapters/admin);
+and the requests indexed by creation time, the order of the console's table.
 
 Revision ID: 0013
 Revises: 0010
@@ -18,12 +19,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("api_tokens") as batch:
-        batch.add_column(
-            sa.Column("admin", sa.Boolean(), server_default=sa.false(), nullable=False)
-        )
+    op.add_column(
+        "api_tokens", sa.Column("admin", sa.Boolean(), server_default=sa.false(), nullable=False)
+    )
+    op.create_index("ix_requests_created_at", "requests", ["created_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_requests_created_at", table_name="requests")
     with op.batch_alter_table("api_tokens") as batch:
         batch.drop_column("admin")

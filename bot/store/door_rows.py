@@ -25,9 +25,11 @@ REVOKE_TOKEN = (
     .values(revoked_at=bindparam("b_at"))
 )
 
-LIVE_ADMIN = select(api_tokens.c.name).where(
-    api_tokens.c.admin.is_(True), api_tokens.c.revoked_at.is_(None)
-).limit(1)
+LIVE_ADMIN = (
+    select(api_tokens.c.name)
+    .where(api_tokens.c.admin.is_(True), api_tokens.c.revoked_at.is_(None))
+    .limit(1)
+)
 
 
 def token_of(row: Row[Any]) -> Token:

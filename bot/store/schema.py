@@ -83,6 +83,8 @@ class RequestRow(Base):
         Index("ix_requests_room_id_status", "room_id", "status"),
         # A worker's heartbeat finds the requests it holds that have proposals waiting.
         Index("ix_requests_held_by", "held_by"),
+        # The admin console's table, newest first (adapters/admin).
+        Index("ix_requests_created_at", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
