@@ -78,7 +78,7 @@ def decision_chart(days: Sequence[DayFigure]) -> Markup:
     legend = [(f"series-key {key}", label) for key, label in SERIES]
     parts += _legend(legend, LEFT, height - 8)
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return Markup("".join(parts))  # noqa: S704 (every text in it went through escape)
 
 
 def outcomes_chart(tools: Sequence[ToolOutcomes]) -> Markup:
@@ -111,7 +111,7 @@ def outcomes_chart(tools: Sequence[ToolOutcomes]) -> Markup:
     shown = [o for o in OUTCOME_ORDER if any(o in tool.counts for tool in tools)]
     parts += _legend([(f"outcome-{o}", o) for o in shown], BAR_LABEL, height - 12)
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return Markup("".join(parts))  # noqa: S704 (every text in it went through escape)
 
 
 def _open(name: str, height: int, title: str) -> str:

@@ -34,7 +34,7 @@ def test_a_forged_or_foreign_session_is_refused() -> None:
     _, cookie = theirs.issue("token:mallory")
     assert ours.read(cookie) is None
     _, anonymous = ours.issue()
-    body, signature = anonymous.split(".")
+    signature = anonymous.split(".")[1]
     _, admin = ours.issue("token:alice")
     assert ours.read(f"{admin.split('.')[0]}.{signature}") is None  # a body with another's MAC
 
