@@ -85,6 +85,12 @@ class Tokens:
         token = await self.check(presented)
         return token if token is not None and token.admin else None
 
+    async def is_live_admin(self, name: str) -> bool:
+        """Whether `name` is an admin token still live (a console session made with it ends
+        when it is revoked)."""
+        token = await self.store.token_named(name)
+        return token is not None and token.admin and token.revoked_at is None
+
     async def has_admin(self) -> bool:
         """Whether a live admin token exists."""
         return await self.store.has_admin_token()

@@ -20,6 +20,11 @@ class RequestLog:
     async def page(self, where: RequestFilter, offset: int, limit: int) -> list[LoggedRequest]:
         return await self.store.read(rows.page, where, offset, limit)
 
+    async def after(
+        self, where: RequestFilter, mark: tuple[datetime, str] | None, limit: int
+    ) -> list[LoggedRequest]:
+        return await self.store.read(rows.after, where, mark, limit)
+
     async def count(self, where: RequestFilter) -> int:
         return await self.store.read(rows.count, where)
 

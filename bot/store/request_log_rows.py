@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, Select, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, func, or_, select
 
 from bot.records import AuditEntry, RequestStatus
 from bot.request_log import LoggedRequest, RequestFilter, Settled
@@ -60,6 +60,20 @@ def page(conn: Connection, where: RequestFilter, offset: int, limit: int) -> lis
     """One page of the filtered requests, newest first."""
     query: Select[Any] = LOGGED.where(*conditions(where)).order_by(*NEWEST_FIRST)
     return [_logged(row) for row in conn.execute(query.offset(offset).limit(limit))]
+
+
+def after(
+    conn: Connection, where: RequestFilter, mark: tuple[datetime, str] | None, limit: int
+) -> list[LoggedRequest]:
+    """The filtered requests older than `mark` (created_at, id) in the page order: a walk
+    that neither skips nor repeats a request while new ones are made (an export's)."""
+    query: Select[Any] = LOGGED.where(*conditions(where))
+    if mark is not None:
+        at, request_id = mark
+        created = requests.c.created_at
+        query = query.where(or_(created < at, and_(created == at, requests.c.id < request_id)))
+    query = query.order_by(*NEWEST_FIRST).limit(limit)
+    return [_logged(row) for row in conn.execute(query)]
 
 
 def count(conn: Connection, where: RequestFilter) -> int:

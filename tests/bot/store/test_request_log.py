@@ -83,3 +83,22 @@ async def test_the_figures_rows_since(store: SqlStore) -> None:
         ("ask_human", RequestStatus.CANCELLED), ("ask_100%_sure", RequestStatus.PENDING),
     ]  # fmt: skip
     assert rows[0].settled_at == START + timedelta(hours=4, minutes=5)
+
+
+async def test_a_walk_after_a_mark_takes_each_request_once(store: SqlStore) -> None:
+    await fill(store)
+    # r5 made at the same moment as r4: the id breaks the tie.
+    await store.create_request(
+        RequestRecord("r5", "ask_human", {}, created_at=START + timedelta(hours=4))
+    )
+    log = RequestLog(store)
+    seen: list[str] = []
+    mark = None
+    while batch := await log.after(RequestFilter(), mark, 2):
+        seen += [logged.record.id for logged in batch]
+        mark = (batch[-1].record.created_at, batch[-1].record.id)
+    assert seen == ["r5", "r4", "r3", "r2", "r1", "r0"]
+    assert [x.record.id for x in await log.after(RequestFilter(room="C1"), None, 10)] == [
+        "r1",
+        "r0",
+    ]
