@@ -36,7 +36,7 @@ def nice_ceiling(value: float) -> float:
     """The smallest of 1, 2, 5 times a power of ten that is at least `value` (an axis top)."""
     if value <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(value))
+    power = 10.0 ** math.floor(math.log10(value))
     return next(step * power for step in (1, 2, 5, 10) if step * power >= value)
 
 
