@@ -20,6 +20,9 @@ from bot.store import SqlStore, open_store
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
 from bot.tokens import Tokens
+from tests.adapters.slack.conftest import start_env
+
+__all__ = ["start_env"]
 
 SCRIPT = "<script>alert(1)</script>"
 ENV_TOKEN = "env-admin-token-0123456789abcdef"
