@@ -240,20 +240,33 @@ def with_type(headers: dict[str, str], content_type: str) -> dict[str, str]:
     return {**headers, "Content-Type": content_type} if content_type else headers
 
 
-ADMIN_PATHS = st.sampled_from([
-    "/admin", "/admin/", "/admin/requests", "/admin/requests.csv", "/admin/requests/r1",
-    "/admin/signin", "/admin/signout", "/admin/static/console.css", "/admin/static/../x",
-])
+ADMIN_PATHS = st.sampled_from(
+    [
+        "/admin",
+        "/admin/",
+        "/admin/requests",
+        "/admin/requests.csv",
+        "/admin/requests/r1",
+        "/admin/signin",
+        "/admin/signout",
+        "/admin/static/console.css",
+        "/admin/static/../x",
+    ]
+)
 ADMIN_QUERIES = st.dictionaries(
     st.sampled_from(["text", "status", "actor", "tool", "room", "since", "until", "page", "days"]),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=30),
     max_size=4,
 ).map(lambda query: "?" + urlencode(query) if query else "")
 ADMIN_ATTEMPTS = st.builds(
     lambda method, path, query, body, headers: Attempt(
         "admin", method, path + query, body[0], with_type(headers, body[1])
     ),
-    st.sampled_from(["GET", "POST"]), ADMIN_PATHS, ADMIN_QUERIES, BODIES, FORGED_HEADERS,
+    st.sampled_from(["GET", "POST"]),
+    ADMIN_PATHS,
+    ADMIN_QUERIES,
+    BODIES,
+    FORGED_HEADERS,
 )
 
 ATTEMPTS = st.one_of(

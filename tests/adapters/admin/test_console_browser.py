@@ -92,10 +92,10 @@ def texts(driver: WebDriver, selector: str) -> list[str]:
 
 def no_alert(driver: WebDriver) -> bool:
     try:
-        driver.switch_to.alert
+        shown = driver.switch_to.alert.text
     except NoAlertPresentException:
         return True
-    return False
+    raise AssertionError(f"an alert ran: {shown}")
 
 
 def waited(found: Callable[[], Path | None]) -> Path:
@@ -175,4 +175,5 @@ async def test_an_admin_signs_in_filters_exports_and_reads_a_timeline(
     await asyncio.to_thread(
         sign_in_and_browse, browser, env.server.url, artifacts, tmp_path / "downloads"
     )
-    assert {p.name for p in artifacts.glob("*.png")} >= {"1-signin.png", "4-timeline.png"}
+    shots = await asyncio.to_thread(lambda: {p.name for p in artifacts.glob("*.png")})
+    assert shots >= {"1-signin.png", "2-overview.png", "3-filtered.png", "4-timeline.png"}
