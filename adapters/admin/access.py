@@ -77,6 +77,8 @@ class Access:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path == PREFIX:  # the console's address as typed: its overview
+            raise web.HTTPFound(f"{PREFIX}/")
         session = self.sessions.read(request.cookies.get(SESSION_COOKIE))
         request[SESSION] = session
         if request.path.startswith(STATIC) or request.path == SIGN_IN:

@@ -73,6 +73,8 @@ async def test_every_admin_response_carries_the_headers(
         async with client.get(served.url + path, allow_redirects=False) as response:
             await response.read()
             assert_secured(response)
+    async with client.get(f"{served.url}/admin", allow_redirects=False) as bare:
+        assert bare.status == 302 and bare.headers["Location"] == "/admin/"
     async with client.get(f"{served.url}/admin/static/console.css") as css:
         assert css.status == 200 and css.content_type == "text/css"
 
