@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from adapters.admin.access import HOLDER, PREFIX, SIGN_IN, Access, shown_holder
+from adapters.admin.access import HOLDER, PREFIX, SESSION, Access, shown_holder
 from adapters.admin.auth import Sessions
 from adapters.admin.charts import decision_chart, duration, outcomes_chart
 from adapters.admin.export import lines
@@ -128,9 +128,11 @@ class AdminConsole:
 
     def render(self, request: web.Request, name: str, status: int, **context: Any) -> web.Response:
         holder = request.get(HOLDER)
+        session = request.get(SESSION)
         page = self.templates.get_template(name).render(
             holder=shown_holder(holder) if holder else None,
-            signed_in=request.get(HOLDER, "") != "" and request.path != SIGN_IN,
+            # A sign-out form only for a session signed in (not for loopback's open access).
+            signed_in=holder is not None and session is not None and session.signed_in,
             csrf=self.access.csrf(request),
             error=context.pop("error", ""),
             **context,
@@ -185,15 +187,15 @@ class AdminConsole:
             "Content-Disposition": 'attachment; filename="hitl-requests.csv"',
         })  # fmt: skip
         await response.prepare(request)
-        await response.write(lines([], header=True).encode())
-        mark: tuple[datetime, str] | None = None
-        while True:
-            batch = await self.log.after(where, mark, CSV_BATCH)
-            if not batch:
-                break
-            await response.write(lines(batch).encode())
-            mark = (batch[-1].record.created_at, batch[-1].record.id)
-        await response.write_eof()
+        try:
+            await response.write(lines([], header=True).encode())
+            mark: tuple[datetime, str] | None = None
+            while batch := await self.log.after(where, mark, CSV_BATCH):
+                await response.write(lines(batch).encode())
+                mark = (batch[-1].record.created_at, batch[-1].record.id)
+            await response.write_eof()
+        except ConnectionResetError:  # the admin stopped the download: nothing to answer
+            pass
         return response
 
     async def _chain(self) -> ChainShown | None:

@@ -57,6 +57,7 @@ async def test_without_an_admin_token_loopback_sees_it_and_others_are_refused(
         assert_secured(page)
     assert "chain verification: not configured" in text
     assert "loopback (no admin token exists)" in text
+    assert "/admin/signout" not in text  # nobody signed in: nothing to sign out of
     relayed = {"X-Forwarded-For": "203.0.113.9"}  # a proxy's request: not this machine
     async with client.get(f"{served.url}/admin/requests", headers=relayed) as refused:
         assert refused.status == 403
