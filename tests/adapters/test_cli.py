@@ -425,25 +425,3 @@ def test_tokens_are_made_once_listed_and_revoked(
     assert main(["tokens", "revoke", "ci-agent"]) == 1
     assert capsys.readouterr().err.endswith("the token ci-agent was revoked already\n")
     assert main(["tokens", "create", "--name", "bad name"]) == 1
-
-
-def test_an_admin_token_is_made_with_admin(
-    database: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    asyncio.run(upgrade(database))
-    assert main(["tokens", "create", "--name", "alice", "--admin"]) == 0
-    made = capsys.readouterr().out
-    assert made.startswith("admin token alice created") and "/admin" in made
-    token = next(line.split()[-1] for line in made.splitlines() if "token:" in line)
-
-    async def admin() -> str | None:
-        store = await open_store(database, migrate=False)
-        try:
-            found = await Tokens(DoorTables(store)).check_admin(token)
-            return found.name if found is not None else None
-        finally:
-            await store.close()
-
-    assert asyncio.run(admin()) == "alice"
-    assert main(["tokens", "list"]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("live  admin")
