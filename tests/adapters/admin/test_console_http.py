@@ -88,6 +88,7 @@ async def test_an_admin_token_signs_in_and_out_a_plain_one_does_not(
     admin, _ = await served.tokens.create("alice", admin=True)
     async with client.get(f"{served.url}/admin/requests", allow_redirects=False) as away:
         assert away.status == 303 and away.headers["Location"] == "/admin/signin"
+        assert_secured(away)
     refused = await sign_in(client, served, plain)
     assert refused.status == 401
     (entry,) = [e for e in await served.store.list_audit() if e.action == "admin.sign_in_refused"]
