@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run serve test lint typecheck pytest bench clean
+.PHONY: install browser run serve test lint typecheck pytest bench clean
 
 install: $(VENV)/.installed
 
@@ -12,6 +12,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
+
+# The admin console's browser tests drive Debian's headless chromium through its chromedriver;
+# no test tool downloads a browser of its own.
+browser:
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver)
 
 # AGENT=path/to/agent.yaml runs your agent file (examples/ops/agent.yaml, for one)
 AGENT ?=
@@ -31,7 +37,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install
+pytest: install browser
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     token_actions = tokens.add_subparsers(dest="action", required=True, parser_class=_Parser)
     create = token_actions.add_parser("create", parents=[common], help="make one, shown once")
     create.add_argument("--name", required=True, help="who uses it (the audit log's requester)")
+    create.add_argument("--admin", action="store_true",
+                        help="it may also sign in to the admin console (/admin)")  # fmt: skip
     token_actions.add_parser("list", parents=[common], help="every token, live or revoked")
     drop = token_actions.add_parser("revoke", parents=[common], help="refuse it from now on")
     drop.add_argument("name", help="the token's name")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from adapters.admin.app import AdminConsole, open_console
 from adapters.agent import Agent, make_provider, open_agent, read_agent_file
 from adapters.doors import DoorService, open_doors
 from adapters.policies import open_deciders, read_groups
@@ -87,6 +88,7 @@ class Service:
     teams: TeamsAdapter | None = None
     agent: Agent | None = None  # its tools (MCP servers) stop with the service
     doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
+    admin: AdminConsole | None = None  # the admin console under /admin (adapters/admin)
 
 
 async def build_service(settings: Settings) -> Service:
@@ -137,6 +139,7 @@ async def build_service(settings: Settings) -> Service:
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent)
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
+    service.admin = open_console(settings, store)
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
@@ -174,7 +177,7 @@ class Server:
             slack=slack.handle if slack is not None else None,
             teams=teams.handle if teams is not None else None,
             ready=readiness.handle,
-            mounts=[service.doors.mount] if service.doors is not None else [],
+            mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)

@@ -16,6 +16,7 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
 # The stores there are: SQLite through aiosqlite, PostgreSQL through asyncpg (plain names are
 # mapped to those drivers).
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "sqlite", "postgresql+asyncpg", "postgresql", "postgres")
+MIN_ADMIN_SECRET = 24  # characters of HITL_ADMIN_TOKEN and HITL_ADMIN_SESSION_KEY, at least
 SCRIPTED_MODEL = "scripted"  # HITL_MODEL: the scripted demo model (bot/scripted.py), no API
 
 
@@ -55,6 +56,12 @@ class Settings(BaseSettings):
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
     # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
     policy_file: Path | None = Field(None, alias="HITL_POLICY_FILE")
+    # The admin console (adapters/admin): a token that signs in besides admin tokens of
+    # `tokens create --admin`; the key of its session cookies (set it when several workers
+    # serve /admin; else each makes its own); Secure cookies (default: when served over https).
+    admin_token: SecretStr | None = Field(None, alias="HITL_ADMIN_TOKEN")
+    admin_session_key: SecretStr | None = Field(None, alias="HITL_ADMIN_SESSION_KEY")
+    admin_cookie_secure: bool | None = Field(None, alias="HITL_ADMIN_COOKIE_SECURE")
 
     @property
     def scripted_model(self) -> bool:
@@ -95,6 +102,16 @@ class Settings(BaseSettings):
                 f"does not exist: create it (mkdir -p {path.parent}) or set HITL_DATABASE_URL "
                 "to a file in an existing directory"
             )
+
+    @field_validator("admin_token", "admin_session_key")
+    @classmethod
+    def _long_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        """An admin token or session key guessable by brute force is refused; empty is unset."""
+        if value is None or not value.get_secret_value().strip():
+            return None
+        if len(value.get_secret_value()) < MIN_ADMIN_SECRET:
+            raise ValueError(f"must be at least {MIN_ADMIN_SECRET} characters")
+        return value
 
     @field_validator("admins", "approvers", mode="before")
     @classmethod

@@ -20,11 +20,14 @@ async def run_tokens(store: SqlStore, args: argparse.Namespace, operator: str) -
     tokens = Tokens(DoorTables(store))
     try:
         if args.action == "create":
-            plain, token = await tokens.create(args.name)
-            print(f"token {safe(token.name)} created; shown once, keep it secret:")
+            plain, token = await tokens.create(args.name, admin=args.admin)
+            kind = "admin token" if token.admin else "token"
+            print(f"{kind} {safe(token.name)} created; shown once, keep it secret:")
             print(f"  token:          {plain}")
             print(f"  webhook secret: {token.webhook_secret}")
             print("Send it as `Authorization: Bearer <token>` to /api/v1 and /mcp.")
+            if token.admin:
+                print("It also signs in to the admin console at /admin.")
         elif args.action == "revoke":
             revoked = await tokens.revoke(args.name, by=operator)
             print(f"revoked {safe(revoked.name)}: its calls are refused from now on")
@@ -38,4 +41,5 @@ async def run_tokens(store: SqlStore, args: argparse.Namespace, operator: str) -
 
 def token_line(token: Token) -> str:
     state = f"revoked {token.revoked_at.isoformat()}" if token.revoked_at else "live"
-    return f"{safe(token.name):<24} created {token.created_at.isoformat()}  {state}"
+    admin = "  admin" if token.admin else ""
+    return f"{safe(token.name):<24} created {token.created_at.isoformat()}  {state}{admin}"

@@ -258,6 +258,7 @@ class Token:
     webhook_secret: str  # signs the callbacks of the token's requests (shown once, at creation)
     created_at: datetime
     revoked_at: datetime | None = None
+    admin: bool = False  # may sign in to the admin console too
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@
 token is 32 random bytes: a fast hash is enough, and a lookup by it costs one indexed read).
 Each token has a webhook secret, shown with it, that signs the callbacks of its requests. The
 token's name is the requester in the audit log. Revoked tokens are refused from then on.
+`--admin` makes a token that may also sign in to the admin console (`check_admin`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class TokenStore(Protocol):
 
     async def list_tokens(self) -> list[Token]: ...
 
+    async def has_admin_token(self) -> bool: ...
+
     async def revoke_token(self, name: str, at: datetime) -> bool: ...
 
     async def append_audit(self, entry: AuditEntry) -> None: ...
@@ -52,8 +55,9 @@ class Tokens:
     def __init__(self, store: TokenStore) -> None:
         self.store = store
 
-    async def create(self, name: str) -> tuple[str, Token]:
-        """A new token named `name`: (the token, shown once; its stored form)."""
+    async def create(self, name: str, *, admin: bool = False) -> tuple[str, Token]:
+        """A new token named `name`, an admin token if `admin`: (the token, shown once; its
+        stored form)."""
         if not NAME.fullmatch(name):
             raise TokenError(
                 "a token's name is 1 to 64 letters, digits, '.', '_' or '-', starting with a "
@@ -61,11 +65,12 @@ class Tokens:
             )
         plain = PREFIX + secrets.token_urlsafe(32)
         token = Token(name, digest(plain), SECRET_PREFIX + secrets.token_urlsafe(32),
-                      datetime.now(UTC))  # fmt: skip
+                      datetime.now(UTC), admin=admin)  # fmt: skip
         if not await self.store.add_token(token):
             raise TokenError(f"a token named {name} exists already (names are never reused)")
+        detail = {"token": name, "admin": admin}
         await self.store.append_audit(
-            AuditEntry("token.created", token.created_at, None, None, {"token": name})
+            AuditEntry("token.created", token.created_at, None, None, detail)
         )
         return plain, token
 
@@ -74,6 +79,21 @@ class Tokens:
         if not presented.startswith(PREFIX) or len(presented) > MAX_TOKEN:
             return None
         return await self.store.token_by_hash(digest(presented))
+
+    async def check_admin(self, presented: str) -> Token | None:
+        """The live admin token `presented` is, or None (a live non-admin token too)."""
+        token = await self.check(presented)
+        return token if token is not None and token.admin else None
+
+    async def is_live_admin(self, name: str) -> bool:
+        """Whether `name` is an admin token still live (a console session made with it ends
+        when it is revoked)."""
+        token = await self.store.token_named(name)
+        return token is not None and token.admin and token.revoked_at is None
+
+    async def has_admin(self) -> bool:
+        """Whether a live admin token exists."""
+        return await self.store.has_admin_token()
 
     async def list(self) -> list[Token]:
         return await self.store.list_tokens()

@@ -22,6 +22,8 @@ PURE_MODULES = [
     "adapters/teams/text.py",
     "adapters/teams/actions.py",
     "adapters/console/render.py",
+    "adapters/admin/charts.py",
+    "adapters/admin/export.py",
 ]
 
 

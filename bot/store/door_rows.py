@@ -25,9 +25,17 @@ REVOKE_TOKEN = (
     .values(revoked_at=bindparam("b_at"))
 )
 
+LIVE_ADMIN = (
+    select(api_tokens.c.name)
+    .where(api_tokens.c.admin.is_(True), api_tokens.c.revoked_at.is_(None))
+    .limit(1)
+)
+
 
 def token_of(row: Row[Any]) -> Token:
-    return Token(row.name, row.token_hash, row.webhook_secret, row.created_at, row.revoked_at)
+    return Token(
+        row.name, row.token_hash, row.webhook_secret, row.created_at, row.revoked_at, row.admin
+    )
 
 
 def add_token(conn: Connection, token: Token) -> bool:
@@ -37,6 +45,8 @@ def add_token(conn: Connection, token: Token) -> bool:
         "name": token.name, "token_hash": token.token_hash,
         "webhook_secret": token.webhook_secret, "created_at": token.created_at,
     }  # fmt: skip
+    if token.admin:  # named only when set: a plain token needs no column 0013 added
+        values["admin"] = True
     return conn.execute(statement, values).rowcount == 1
 
 
@@ -52,6 +62,11 @@ def token_named(conn: Connection, name: str) -> Token | None:
 
 def list_tokens(conn: Connection) -> list[Token]:
     return [token_of(row) for row in conn.execute(LIST_TOKENS)]
+
+
+def has_admin_token(conn: Connection) -> bool:
+    """Whether any live admin token exists (else the console is for loopback only)."""
+    return conn.execute(LIVE_ADMIN).first() is not None
 
 
 def revoke_token(conn: Connection, name: str, at: datetime) -> bool:

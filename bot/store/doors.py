@@ -28,6 +28,9 @@ class DoorTables:
     async def list_tokens(self) -> list[Token]:
         return await self.store.read(door_rows.list_tokens)
 
+    async def has_admin_token(self) -> bool:
+        return await self.store.read(door_rows.has_admin_token)
+
     async def revoke_token(self, name: str, at: datetime) -> bool:
         return await self.store.write(door_rows.revoke_token, name, at)
 

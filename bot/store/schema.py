@@ -83,6 +83,8 @@ class RequestRow(Base):
         Index("ix_requests_room_id_status", "room_id", "status"),
         # A worker's heartbeat finds the requests it holds that have proposals waiting.
         Index("ix_requests_held_by", "held_by"),
+        # The admin console's table, newest first (adapters/admin).
+        Index("ix_requests_created_at", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
@@ -283,6 +285,10 @@ class TokenRow(Base):
     webhook_secret: Mapped[str] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # An admin token may also sign in to the admin console (adapters/admin); others may not.
+    # No Python default: an insert names the column only for an admin token, so today's
+    # store still writes plain tokens on a schema before 0013.
+    admin: Mapped[bool] = mapped_column(server_default=false())
 
 
 class DoorRow(Base):

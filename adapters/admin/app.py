@@ -1,0 +1,261 @@
+"""The admin console under /admin (DESIGN.md §9): the requests and their decisions, filtered,
+paginated and exported as CSV; each request's timeline; the audit chain's status; the charts.
+
+Server-rendered with Jinja2 (autoescape on: every value a model or a person wrote is escaped),
+no script at all. Every /admin response carries the headers of SECURITY_HEADERS (a strict CSP
+among them). Access and sessions: adapters/admin/access.py.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlencode
+
+from aiohttp import web
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from adapters.admin.access import HOLDER, PREFIX, SESSION, Access, shown_holder
+from adapters.admin.auth import Sessions
+from adapters.admin.charts import decision_chart, duration, outcomes_chart
+from adapters.admin.export import lines
+from adapters.http_limits import one_line
+from adapters.settings import Settings
+from bot.decision_figures import decision_times, outcomes_per_tool
+from bot.request_log import (
+    OUTCOMES,
+    FilterError,
+    LoggedRequest,
+    RequestFilter,
+    RequestLogStore,
+    filter_query,
+    read_filter,
+)
+from bot.store import SqlStore
+from bot.store.doors import DoorTables
+from bot.store.request_log import RequestLog
+from bot.tokens import Tokens
+
+HERE = Path(__file__).parent
+PAGE_SIZE = 50
+CSV_BATCH = 500  # requests read per query while a CSV streams: memory stays flat
+DEFAULT_DAYS, MAX_DAYS = 30, 366
+FIGURE_ROWS = 200_000  # requests the charts are computed from, at most (the newest)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class ChainReport(Protocol):
+    """What the audit chain's verification reports (bot/audit_chain.py's ChainReport)."""
+
+    @property
+    def checked(self) -> int: ...
+
+    @property
+    def problem(self) -> str | None: ...
+
+    @property
+    def first_bad_id(self) -> int | None: ...
+
+    @property
+    def intact(self) -> bool: ...
+
+
+ChainCheck = Callable[[], Awaitable[ChainReport]]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainShown:
+    """The chain's status as the overview shows it; `failed` when the check could not run."""
+
+    checked: int = 0
+    intact: bool = False
+    problem: str | None = None
+    first_bad_id: int | None = None
+    failed: str | None = None
+
+
+class AdminConsole:
+    """The console's pages over a request log; `mount` adds them to the server's app."""
+
+    def __init__(
+        self,
+        log: RequestLogStore,
+        tokens: Tokens,
+        *,
+        admin_token: str | None = None,
+        session_key: bytes | None = None,
+        cookie_secure: bool | None = None,
+        chain: ChainCheck | None = None,
+    ) -> None:
+        self.log = log
+        self.chain = chain
+        self.templates = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=True,
+            undefined=StrictUndefined,
+        )  # fmt: skip
+        self.templates.filters["tojson_text"] = _json_text
+        self.templates.filters["duration"] = lambda s: "" if s is None else duration(s)
+        sessions = Sessions(session_key or secrets.token_bytes(32))
+        self.access = Access(log, tokens, sessions, self.render, admin_token=admin_token,
+                             cookie_secure=cookie_secure)  # fmt: skip
+
+    def mount(self, app: web.Application) -> None:
+        console = web.Application(middlewares=[self.access.middleware])
+        console.on_response_prepare.append(_secure_headers)
+        console.router.add_get("/", self.overview)
+        console.router.add_get("/requests", self.requests)
+        console.router.add_get("/requests.csv", self.export)
+        console.router.add_get("/requests/{request_id}", self.request)
+        console.router.add_get("/signin", self.access.sign_in_form)
+        console.router.add_post("/signin", self.access.sign_in)
+        console.router.add_post("/signout", self.access.sign_out)
+        console.router.add_static("/static", HERE / "static", append_version=False)
+        app.add_subapp(PREFIX, console)
+
+    def render(self, request: web.Request, name: str, status: int, **context: Any) -> web.Response:
+        holder = request.get(HOLDER)
+        session = request.get(SESSION)
+        page = self.templates.get_template(name).render(
+            holder=shown_holder(holder) if holder else None,
+            # A sign-out form only for a session signed in (not for loopback's open access).
+            signed_in=holder is not None and session is not None and session.signed_in,
+            csrf=self.access.csrf(request),
+            error=context.pop("error", ""),
+            **context,
+        )
+        return web.Response(text=page, status=status, content_type="text/html")
+
+    async def overview(self, request: web.Request) -> web.Response:
+        days = _int(request.query.get("days"), DEFAULT_DAYS, 1, MAX_DAYS)
+        since = datetime.now(UTC) - timedelta(days=days)
+        rows = await self.log.settled_since(since, FIGURE_ROWS)
+        return self.render(
+            request, "overview.html", 200, chain=await self._chain(), days=days,
+            max_days=MAX_DAYS, rows=len(rows), capped=len(rows) >= FIGURE_ROWS,
+            decision_chart=decision_chart(decision_times(rows)),
+            outcomes_chart=outcomes_chart(outcomes_per_tool(rows)),
+        )  # fmt: skip
+
+    async def requests(self, request: web.Request) -> web.Response:
+        query = {name: request.query.get(name, "") for name in _FILTER_FIELDS}
+        try:
+            where = read_filter(query)
+        except FilterError as err:
+            return self.render(request, "requests.html", 400, error=str(err),
+                               **_table(query, RequestFilter(), [], 0, 1))  # fmt: skip
+        total = await self.log.count(where)
+        pages = max(1, -(-total // PAGE_SIZE))
+        page = _int(request.query.get("page"), 1, 1, pages)
+        rows = await self.log.page(where, (page - 1) * PAGE_SIZE, PAGE_SIZE)
+        return self.render(request, "requests.html", 200,
+                           **_table(query, where, rows, total, page))  # fmt: skip
+
+    async def request(self, request: web.Request) -> web.Response:
+        request_id = request.match_info["request_id"]
+        row = await self.log.logged(request_id)
+        if row is None:
+            return self.render(request, "message.html", 404, heading="Not found",
+                               message=f"No request has the id {request_id}.")  # fmt: skip
+        arguments = json.dumps(row.record.arguments, ensure_ascii=False, indent=2, sort_keys=True)
+        timeline = await self.log.timeline(request_id)
+        return self.render(request, "request.html", 200, row=row, arguments=arguments,
+                           timeline=timeline)  # fmt: skip
+
+    async def export(self, request: web.Request) -> web.StreamResponse:
+        """The filtered table as CSV, streamed a batch at a time (newest first)."""
+        try:
+            where = read_filter({name: request.query.get(name, "") for name in _FILTER_FIELDS})
+        except FilterError as err:
+            return self.render(request, "message.html", 400, heading="Bad filter",
+                               message=str(err))  # fmt: skip
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/csv; charset=utf-8",
+            "Content-Disposition": 'attachment; filename="hitl-requests.csv"',
+        })  # fmt: skip
+        await response.prepare(request)
+        try:
+            await response.write(lines([], header=True).encode())
+            mark: tuple[datetime, str] | None = None
+            while batch := await self.log.after(where, mark, CSV_BATCH):
+                await response.write(lines(batch).encode())
+                mark = (batch[-1].record.created_at, batch[-1].record.id)
+            await response.write_eof()
+        except ConnectionResetError:  # the admin stopped the download: nothing to answer
+            pass
+        return response
+
+    async def _chain(self) -> ChainShown | None:
+        if self.chain is None:
+            return None
+        try:
+            report = await self.chain()
+        except Exception as err:  # the page still shows, saying the check failed and why
+            return ChainShown(failed=one_line(f"{type(err).__name__}: {err}"))
+        return ChainShown(report.checked, report.intact, report.problem, report.first_bad_id)
+
+
+_FILTER_FIELDS = ("text", "status", "actor", "tool", "room", "since", "until")
+
+
+def _table(
+    query: dict[str, str], where: RequestFilter, rows: list[LoggedRequest], total: int, page: int
+) -> dict[str, Any]:
+    """The requests page's context: the form as typed, and links that keep the filter."""
+    kept = filter_query(where)
+    pages = max(1, -(-total // PAGE_SIZE))
+
+    def link(to: int) -> str:
+        return "?" + urlencode({**kept, "page": str(to)})
+
+    return {
+        "query": query, "rows": rows, "total": total, "page": page, "pages": pages,
+        "outcomes": list(OUTCOMES.values()),
+        "csv_query": "?" + urlencode(kept) if kept else "",
+        "previous": link(page - 1) if page > 1 else None,
+        "next": link(page + 1) if page < pages else None,
+    }  # fmt: skip
+
+
+def _int(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        number = int(value) if value else default
+    except ValueError:
+        number = default
+    return min(max(number, low), high)
+
+
+def _json_text(value: object) -> str:
+    """JSON as text (escaped by the template like any text, never marked safe)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+async def _secure_headers(_: web.Request, response: web.StreamResponse) -> None:
+    response.headers.update(SECURITY_HEADERS)
+
+
+def open_console(
+    settings: Settings, store: SqlStore, chain: ChainCheck | None = None
+) -> AdminConsole:
+    """The console of `serve`, on its store, configured by HITL_ADMIN_* (adapters/settings.py)."""
+    key = settings.admin_session_key
+    token = settings.admin_token
+    return AdminConsole(
+        RequestLog(store), Tokens(DoorTables(store)),
+        admin_token=token.get_secret_value() if token is not None else None,
+        session_key=key.get_secret_value().encode() if key is not None else None,
+        cookie_secure=settings.admin_cookie_secure, chain=chain,
+    )  # fmt: skip

@@ -1,0 +1,151 @@
+"""The request log an admin reads (the web console, adapters/admin): which requests, filtered
+how, and what each one's row holds. Pure: the store's SQL is bot/store/request_log_rows.py.
+
+A filter comes from a query string (`read_filter`) and goes back into one (`filter_query`), so
+a page's links (next page, CSV) keep the filter that made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, Protocol
+
+from bot.records import AuditEntry, RequestRecord, RequestStatus
+
+MAX_FIELD = 200  # characters of one filter value: longer is no id, tool or person of ours
+
+# What a person sees for a stored status.
+OUTCOMES = {
+    RequestStatus.PENDING: "pending",
+    RequestStatus.RESOLVED: "answered",
+    RequestStatus.REJECTED: "declined",
+    RequestStatus.TIMED_OUT: "expired",
+    RequestStatus.CANCELLED: "cancelled",
+    RequestStatus.UNDELIVERABLE: "undeliverable",
+}
+STATUS_BY_OUTCOME = {label: status for status, label in OUTCOMES.items()}
+
+
+class FilterError(ValueError):
+    """A filter value that cannot be read: `str(err)` says which and why, in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFilter:
+    """Which requests: every field set narrows; `text` is a part of the tool's name or the id,
+    `actor` who asked or decided, `since` inclusive and `until` exclusive (creation time)."""
+
+    text: str | None = None
+    status: RequestStatus | None = None
+    actor: str | None = None
+    tool: str | None = None
+    room: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRequest:
+    """One request as the log shows it; `requester` is the token that asked through a door."""
+
+    record: RequestRecord
+    requester: str | None = None
+
+    @property
+    def asked_by(self) -> str | None:
+        return self.record.actor_id or (f"token:{self.requester}" if self.requester else None)
+
+    @property
+    def outcome(self) -> str:
+        return OUTCOMES[self.record.status]
+
+    @property
+    def seconds_to_decision(self) -> float | None:
+        settled = self.record.settled_at
+        return None if settled is None else (settled - self.record.created_at).total_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What the figures need of one request (bot/decision_figures.py)."""
+
+    tool_name: str
+    status: RequestStatus
+    created_at: datetime
+    settled_at: datetime | None
+
+
+class RequestLogStore(Protocol):
+    """What the console reads (bot/store/request_log.py gives it on SqlStore)."""
+
+    async def page(self, where: RequestFilter, offset: int, limit: int) -> list[LoggedRequest]: ...
+
+    async def after(
+        self, where: RequestFilter, mark: tuple[datetime, str] | None, limit: int
+    ) -> list[LoggedRequest]: ...
+
+    async def count(self, where: RequestFilter) -> int: ...
+
+    async def logged(self, request_id: str) -> LoggedRequest | None: ...
+
+    async def timeline(self, request_id: str) -> list[AuditEntry]: ...
+
+    async def settled_since(self, since: datetime, limit: int) -> list[Settled]: ...
+
+    async def append_audit(self, entry: AuditEntry) -> None: ...
+
+
+def read_filter(query: Mapping[str, str]) -> RequestFilter:
+    """The filter a query string asks for (empty values are no filter); FilterError else."""
+    values = {name: _field(query, name) for name in ("text", "actor", "tool", "room")}
+    status = _field(query, "status")
+    if status is not None and status not in STATUS_BY_OUTCOME:
+        raise FilterError(f"status: one of {', '.join(STATUS_BY_OUTCOME)}")
+    since = _moment(_field(query, "since"), "since", end_of_day=False)
+    until = _moment(_field(query, "until"), "until", end_of_day=True)
+    if since is not None and until is not None and until <= since:
+        raise FilterError("until: must be after since")
+    return RequestFilter(
+        status=STATUS_BY_OUTCOME[status] if status is not None else None,
+        since=since, until=until, **values,
+    )  # fmt: skip
+
+
+def filter_query(where: RequestFilter) -> dict[str, str]:
+    """The query string that reads back as `where` (only the fields set)."""
+    query: dict[str, str] = {}
+    for item in fields(where):
+        value: Any = getattr(where, item.name)
+        if value is None:
+            continue
+        if isinstance(value, RequestStatus):
+            value = OUTCOMES[value]
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        query[item.name] = str(value)
+    return query
+
+
+def _field(query: Mapping[str, str], name: str) -> str | None:
+    value = query.get(name, "").strip()
+    if len(value) > MAX_FIELD:
+        raise FilterError(f"{name}: at most {MAX_FIELD} characters")
+    return value or None
+
+
+def _moment(value: str | None, name: str, *, end_of_day: bool) -> datetime | None:
+    """A date (`2026-12-01`: its start, or for `until` the next day's start) or an ISO time;
+    times without a zone are UTC."""
+    if value is None:
+        return None
+    try:
+        if len(value) == 10:
+            day = date.fromisoformat(value)
+            moment = datetime.combine(day, time(), UTC)
+            return moment + timedelta(days=1) if end_of_day else moment
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise FilterError(f"{name}: a date (2026-12-01) or an ISO time") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
