@@ -109,6 +109,7 @@ async def test_anything_else_is_the_usage(store: SqlStore) -> None:
     assert usage.splitlines() == [
         "`@hitl-bridge hitl` or `@hitl-bridge hitl pending`: the requests waiting in this "
         "conversation.",
+        "`@hitl-bridge hitl mine`: the requests waiting for your answer, anywhere.",
         "`@hitl-bridge hitl grants`: the tools allowed to run unasked here.",
         "`@hitl-bridge hitl revoke <id>`: revoke one.",
     ]

@@ -775,7 +775,8 @@ class FakeSlack:
             raise SlackError("user_not_found" if user else "invalid_arguments")
         view = args.get("view")
         if errors := home_errors(view):
-            raise SlackError("invalid_arguments", errors=errors, response_metadata=_metadata(errors))
+            metadata = _metadata(errors)
+            raise SlackError("invalid_arguments", errors=errors, response_metadata=metadata)
         current = self.homes.get(user)
         if args.get("hash") and (current is None or args["hash"] != current["hash"]):
             raise SlackError("hash_conflict")
