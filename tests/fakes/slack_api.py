@@ -781,7 +781,7 @@ class FakeSlack:
         if args.get("hash") and (current is None or args["hash"] != current["hash"]):
             raise SlackError("hash_conflict")
         view_id = current["id"] if current else f"V{next(self._seq):09d}"
-        self.homes[user] = self._view(dict(view), view_id, view_id, None)
+        self.homes[user] = self._view(dict(view or {}), view_id, view_id, None)
         return {"view": copy.deepcopy(self.homes[user])}
 
     def _replies(self, args: JSON) -> JSON:
