@@ -83,6 +83,8 @@ class RequestRow(Base):
         Index("ix_requests_room_id_status", "room_id", "status"),
         # A worker's heartbeat finds the requests it holds that have proposals waiting.
         Index("ix_requests_held_by", "held_by"),
+        # The latest decisions, latest first (bot/home.py: a week's, for the figures).
+        Index("ix_requests_settled_at", "settled_at"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
