@@ -54,13 +54,14 @@ from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
 from bot.commands import Commands, Place
-from bot.records import RequestStore
+from bot.records import RequestStore, StoreUnavailableError
 from bot.requests.router import Router
 from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
-SLASH_COMMAND = "/hitl"  # bot/commands.py answers it
+SLASH_COMMAND = "/hitl"  # bot/commands/ answers it
+RECORDS_UNAVAILABLE = "The bridge cannot use its records right now; try again in a moment."
 
 SLACK_API_URL = "https://slack.com/api/"
 
@@ -172,7 +173,12 @@ class SlackAdapter:
         place = Place(f"{ROOM_PREFIX}{command.get('channel_id', '')}", ":")
         user = str(command.get("user_id", ""))
         typed = command_words(str(command.get("text") or ""))
-        lines = await self.commands.answer(typed, place=place, user=user, private=True)
+        try:
+            lines = await self.commands.answer(typed, place=place, user=user, private=True)
+        except StoreUnavailableError as err:  # one clear line to them, one in the log
+            log.warning("Slack: a /hitl command could not be answered: %s", err)
+            await ack(text=RECORDS_UNAVAILABLE, response_type="ephemeral")
+            return
         text = truncate("\n".join(line.render(SLACK) for line in lines), SECTION_TEXT)
         await ack(text=text, response_type="ephemeral")
 

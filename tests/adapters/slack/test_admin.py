@@ -5,8 +5,13 @@ checked against Block Kit's limits and, with conformance data, its schema)."""
 from __future__ import annotations
 
 import json
+import logging
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from adapters.slack.app import RECORDS_UNAVAILABLE
 from tests.adapters.slack.conftest import (
     ADMIN,
     ALICE,
@@ -19,6 +24,7 @@ from tests.adapters.slack.conftest import (
     action_ids,
     has_actions,
 )
+from tests.adapters.slack.test_read_only_store import read_only
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 from tests.fakes.slack_signing import (
     FORM,
@@ -198,3 +204,13 @@ async def test_a_home_with_many_requests_keeps_to_100_blocks(start_env: StartEnv
     assert f"… and {MANY - shown} more: `/hitl mine` lists them all." in json.dumps(
         home["blocks"], ensure_ascii=False
     )
+
+
+async def test_a_command_the_store_cannot_serve_is_one_private_line(
+    start_env: StartEnv, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = await start_env(HITL_DATABASE_URL=read_only(tmp_path), HITL_ADMINS=ADMIN)
+    # The refusal cannot be written down: the person is told so, never shown a 503.
+    assert (await slash(env, "audit", user=STRANGER))["text"] == RECORDS_UNAVAILABLE
+    assert "a /hitl command could not be answered" in caplog.text
+    assert not [r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING]
