@@ -17,3 +17,7 @@ class AnswerPolicy:
         if actor_id is None or user_id == actor_id:
             return True
         return user_id in self.approvers or user_id in self.admins
+
+    def is_admin(self, user_id: str, aliases: tuple[str, ...] = ()) -> bool:
+        """Whether this person (by any of their ids) is one of HITL_ADMINS."""
+        return any(user in self.admins for user in (user_id, *aliases))

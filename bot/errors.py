@@ -28,6 +28,12 @@ class UndeliverableError(RuntimeError):
     request then settles as undeliverable, and its waiter raises it too."""
 
 
+class RequestCancelledError(RuntimeError):
+    """Someone withdrew the request (an admin's `/hitl cancel`, a door's requester); `str(err)`
+    says who and why. A request withdrawn by no one (its wait abandoned, its handler closed)
+    raises a plain RuntimeError instead."""
+
+
 class AnswerInvalidError(ValueError):
     """An answer that fails the tool's answer model; the request stays pending.
 

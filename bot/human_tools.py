@@ -20,6 +20,7 @@ from bot.errors import (
     AnswerInvalidError,
     ExpiredWithAnswerError,
     HumanInputRejectedError,
+    RequestCancelledError,
     ToolFailedError,
     ToolRefusedError,
     UndeliverableError,
@@ -307,6 +308,8 @@ class HumanInputToolHandler:
             raise ToolFailedError(str(expired) or timeout_message(self.timeout, name)) from None
         except UndeliverableError as undelivered:
             raise ToolFailedError(undeliverable_message(str(undelivered))) from None
+        except RequestCancelledError as cancelled:  # an admin's reason, read as they wrote it
+            raise ToolRefusedError(str(cancelled)) from None
 
 
 def expired_answer(answer: str) -> str:

@@ -328,8 +328,21 @@ class RequestStore(Protocol):
     async def append_audit(self, entry: AuditEntry) -> None: ...
 
     async def list_audit(
-        self, *, request_id: str | None = None, limit: int = 100
-    ) -> list[AuditEntry]: ...
+        self,
+        *,
+        request_id: str | None = None,
+        actor_id: str | None = None,
+        tool: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        """The latest `limit` audit lines, newest first: of one request, by one actor, about
+        the requests of tools matching a glob (`*`, `?`), at or after `since`, when given."""
+        ...
+
+    async def decided_since(self, since: datetime, limit: int = 500) -> list[RequestRecord]:
+        """Requests settled at or after `since`, latest first (time-to-decision figures)."""
+        ...
 
     async def save_transcript(
         self, room_id: str, channel_id: str, messages: list[dict[str, Any]]

@@ -45,6 +45,7 @@ from adapters.http_limits import (
     report_unexpected,
 )
 from adapters.slack.conversations import Conversations
+from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
@@ -53,13 +54,14 @@ from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
 from bot.commands import Commands, Place
-from bot.records import RequestStore
+from bot.records import RequestStore, StoreUnavailableError
 from bot.requests.router import Router
 from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 
-SLASH_COMMAND = "/hitl"  # bot/commands.py answers it
+SLASH_COMMAND = "/hitl"  # bot/commands/ answers it
+RECORDS_UNAVAILABLE = "The bridge cannot use its records right now; try again in a moment."
 
 SLACK_API_URL = "https://slack.com/api/"
 
@@ -105,7 +107,9 @@ class SlackAdapter:
         self.store = store
         self.router = router
         self.grants = grants
-        self.commands = Commands(store, router.policy, grants, command=SLASH_COMMAND)
+        self.commands = Commands(
+            store, router.policy, grants, command=SLASH_COMMAND, router=router, surface="slack"
+        )
         self.bot_user_id = ""
         self._own_session = False
         self._work: set[asyncio.Task[None]] = set()
@@ -136,12 +140,17 @@ class SlackAdapter:
         self.interactions = Interactions(
             client=client, surface=self.surface, router=router, later=self._later, store=store
         )
+        self.home = HomeTab(
+            client=client, store=store, router=router, tools=router.tools, later=self._later
+        )
+        bridge.add_observer(self.home.observe)
         self._register()
 
     def _register(self) -> None:
         app = self.app
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
+        app.event(HOME)(self._on_home_opened)
         app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
         app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
         app.command(SLASH_COMMAND)(self._on_command)
@@ -159,12 +168,23 @@ class SlackAdapter:
         return BoltResponse(status=503, body={"error": "internal error", "id": ident})
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
-        """/hitl [pending | grants | revoke <id>] (bot/commands.py), answered privately."""
+        """/hitl [pending | mine | grants | revoke <id> | audit … | cancel <id> …]
+        (bot/commands/), answered privately (ephemeral) to who typed it."""
         place = Place(f"{ROOM_PREFIX}{command.get('channel_id', '')}", ":")
         user = str(command.get("user_id", ""))
-        lines = await self.commands.answer(str(command.get("text") or ""), place=place, user=user)
+        typed = command_words(str(command.get("text") or ""))
+        try:
+            lines = await self.commands.answer(typed, place=place, user=user, private=True)
+        except StoreUnavailableError as err:  # one clear line to them, one in the log
+            log.warning("Slack: a /hitl command could not be answered: %s", err)
+            await ack(text=RECORDS_UNAVAILABLE, response_type="ephemeral")
+            return
         text = truncate("\n".join(line.render(SLACK) for line in lines), SECTION_TEXT)
         await ack(text=text, response_type="ephemeral")
+
+    async def _on_home_opened(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        self._later(self.home.on_opened(event))
 
     async def _on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()
@@ -284,6 +304,17 @@ def read_slack_body(raw: bytes, content_type: str) -> tuple[str, str]:
         raise PayloadError("the body (or its payload field) is not JSON") from None
     check_envelope(body)
     return text, media_type
+
+
+_ESCAPED_USER = re.compile(r"<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>")
+
+
+def command_words(text: str) -> str:
+    """A slash command's text as the core reads it: a user mention (Slack escapes it as
+    `<@U123|name>`, the manifest's `should_escape`) as `@U123`, and `&amp;`, `&lt;`, `&gt;`
+    as the characters they stand for."""
+    text = _ESCAPED_USER.sub(lambda m: f"@{m.group(1)}", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def _bolt_headers(request: web.Request, media_type: str) -> dict[str, str | Sequence[str]]:

@@ -153,14 +153,17 @@ class TeamsAdapter:
             deciders=policy.approvers | policy.admins,
         )
         bridge.attach(self.surface)
-        commands = Commands(store, policy, grants, command=f"@hitl-bridge {COMMAND}")
+        self.router = router or Router(
+            store=store, handler_for=bridge.handler_for, policy=policy, tools=tools
+        )
+        commands = Commands(
+            store, policy, grants, command=f"@hitl-bridge {COMMAND}", router=self.router,
+            surface="teams",
+        )  # fmt: skip
         self.conversations = Conversations(
             channel=channel, surface=self.surface, store=store, people=self.people,
             commands=commands,
         )  # fmt: skip
-        self.router = router or Router(
-            store=store, handler_for=bridge.handler_for, policy=policy, tools=tools
-        )
         self.invokes = Invokes(surface=self.surface, router=self.router, people=self.people)
 
     async def start(self) -> None:

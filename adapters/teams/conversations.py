@@ -103,16 +103,24 @@ class Conversations:
         text = text_of(message)
         word, _, rest = text.partition(" ")
         if word.lower() in (COMMAND, f"/{COMMAND}"):
-            await self._command(room, user, rest)
+            private = message.conversation.conversation_type == PERSONAL
+            await self._command(room, user, rest, private, message.from_.id)
         else:
             self._start_turn(room, user, text)
 
-    async def _command(self, room: TeamsRoom, user: str, text: str) -> None:
+    async def _command(
+        self, room: TeamsRoom, user: str, text: str, private: bool, channel_id: str
+    ) -> None:
         """A command's answer, in the conversation (Teams has no private reply to a bot
-        message: in a channel, everyone there sees it)."""
+        message: in a channel, everyone there sees it, so `mine` and the admin views are
+        answered only in a personal chat). `channel_id` is the sender's other id (an admin
+        may be listed by either)."""
         place = Place(f"{PREFIX}{room.base_id}", THREAD_MARK)
+        aliases = (channel_id,) if channel_id and channel_id != user else ()
         try:
-            lines = await self.commands.answer(text, place=place, user=user)
+            lines = await self.commands.answer(
+                text, place=place, user=user, private=private, aliases=aliases
+            )
         except StoreUnavailableError as err:
             log.warning("a hitl command could not be answered: %s", err)
             lines = []

@@ -14,7 +14,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bot.errors import ExpiredWithAnswerError, HumanInputRejectedError, UndeliverableError
+from bot.errors import (
+    ExpiredWithAnswerError,
+    HumanInputRejectedError,
+    RequestCancelledError,
+    UndeliverableError,
+)
 from bot.records import PendingInput, RequestStatus
 
 
@@ -144,4 +149,6 @@ def outcome(request: PendingInput) -> str:
         raise TimeoutError(reason)
     if status is RequestStatus.UNDELIVERABLE:
         raise UndeliverableError(reason)
+    if status is RequestStatus.CANCELLED and request.settled_by:
+        raise RequestCancelledError(reason or "Cancelled")
     raise RuntimeError(reason or "Human input request withdrawn")

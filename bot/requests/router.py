@@ -245,6 +245,28 @@ class Router:
             return Invalid(record, control.form, field_errors(answer.errors, control.form))
         return await self._settle(record, interaction, answer, None)
 
+    async def cancel(self, request_id: str, by: str, reason: str) -> Outcome:
+        """An admin withdraws an open request (`by` was checked to be one): it settles as
+        cancelled, its message says so with the reason, its waiter (the model) reads
+        "Cancelled by an admin: <reason>" and the settle's audit line keeps both."""
+        record = await self.load(request_id)
+        if record is None:
+            return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
+        if record.status is not RequestStatus.PENDING:
+            return Refused(Refusal.SETTLED, wording.already_settled(record), record)
+        handler = self.handler_for(record.channel_id)
+        if handler is None:
+            return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
+        try:
+            won = await handler.cancel(record.id, wording.admin_cancel_reason(reason), by=by)
+        except StoreUnavailableError as err:
+            log.warning("could not record %s's cancel of %s: %s", by, record.id, err)
+            return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
+        latest = (await settled_record(self.store, record.id) if self.store else None) or record
+        if won:
+            return Settled(latest)
+        return Refused(Refusal.SETTLED, wording.already_settled(latest), latest)
+
     async def _vote(
         self,
         record: RequestRecord,

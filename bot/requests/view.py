@@ -15,7 +15,7 @@ from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools import HumanTool
 from bot.requests.catalog import kind_of
 from bot.requests.kinds import DECLINE, Control, Fact, Kind
-from bot.requests.wording import Phrase, joined, status_line
+from bot.requests.wording import Phrase, admin_cancelled, joined, status_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,4 +105,5 @@ def _outcome(kind: Kind, update: RequestUpdate) -> tuple[Fact, ...]:
         return tuple(facts)
     if update.state is RenderState.REJECTED and update.reason:
         return (Fact("Reason", update.reason),)
-    return ()
+    why = admin_cancelled(update.reason) if update.state is RenderState.CANCELLED else None
+    return (Fact("Reason", why),) if why else ()

@@ -157,7 +157,31 @@ def status_line(
                       moments=at)  # fmt: skip
     if state is RenderState.UNDELIVERABLE:
         return undelivered(reason)
+    if admin_cancelled(reason) is not None:
+        by = ", {by}" if settled_by else ""
+        people = {"by": settled_by} if settled_by else {}
+        moments = {"at": settled_at} if settled_at else {}
+        return Phrase(ADMIN_CANCELLED + by + (" {at}" if moments else ""), people, moments)
     return Phrase("Withdrawn: no answer is needed any more.")
+
+
+# -- an admin's cancel (`/hitl cancel <id> [reason]`) ----------------------------------------
+
+ADMIN_CANCELLED = "Cancelled by an admin"
+
+
+def admin_cancel_reason(reason: str) -> str:
+    """The reason an admin's cancel records: what the waiting model reads, and the mark
+    `admin_cancelled` finds (a requester's withdrawal reads otherwise)."""
+    return f"{ADMIN_CANCELLED}: {reason}" if reason else ADMIN_CANCELLED
+
+
+def admin_cancelled(reason: str | None) -> str | None:
+    """The admin's own reason ("" if they gave none) of a request an admin cancelled; None
+    for any other reason."""
+    if reason is None or not reason.startswith(ADMIN_CANCELLED):
+        return None
+    return reason.removeprefix(ADMIN_CANCELLED).removeprefix(":").strip()
 
 
 def undelivered(reason: str | None) -> Phrase:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,7 +10,7 @@ from sqlalchemy import Connection, Executable, Row, bindparam, delete, insert, s
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.records import AuditEntry
-from bot.store.tables import audit, claims, health, transcripts
+from bot.store.tables import audit, claims, health, requests, transcripts
 
 # A claim only has to outlive redeliveries of its event (Slack retries within minutes); older
 # claims are deleted every CLAIM_PRUNE_EVERY claims so the table stays small.
@@ -47,9 +48,38 @@ def upserts(dialect: str) -> tuple[Executable, Executable]:
     return save_transcript, claim
 
 
-def list_audit_query(request_id: str | None, limit: int) -> Executable:
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    """Which audit lines to list: of one request, by one actor, about tools whose name
+    matches a glob (`*` any characters, `?` one; any case), at or after a moment. Unset: any."""
+
+    request_id: str | None = None
+    actor_id: str | None = None
+    tool: str | None = None
+    since: datetime | None = None
+
+
+def list_audit_query(where: AuditFilter, limit: int) -> Executable:
+    """The latest `limit` lines `where` selects, newest first. A tool glob matches the lines
+    of requests of those tools (joined on the request: an audit line holds no tool name)."""
     query = select(audit).order_by(audit.c.id.desc()).limit(limit)
-    return query if request_id is None else query.where(audit.c.request_id == request_id)
+    if where.request_id is not None:
+        query = query.where(audit.c.request_id == where.request_id)
+    if where.actor_id is not None:
+        query = query.where(audit.c.actor_id == where.actor_id)
+    if where.since is not None:
+        query = query.where(audit.c.at >= where.since)
+    if where.tool is not None:
+        tools = select(requests.c.id).where(requests.c.tool_name.ilike(like(where.tool), "\\"))
+        query = query.where(audit.c.request_id.in_(tools))
+    return query
+
+
+def like(glob: str) -> str:
+    """A glob (`*`, `?`) as a LIKE pattern escaped with a backslash: a `%` or `_` in the
+    glob is itself, not a wildcard."""
+    escaped = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%").replace("?", "_")
 
 
 def claim(conn: Connection, statement: Executable, key: str, now: datetime, prune: bool) -> bool:

@@ -69,6 +69,12 @@ LIST_PENDING = (
     .where(requests.c.status == PENDING)
     .order_by(requests.c.created_at, requests.c.id)
 )
+DECIDED = (
+    select(requests)
+    .where(requests.c.status != PENDING, requests.c.settled_at >= bindparam("since"))
+    .order_by(requests.c.settled_at.desc(), requests.c.id)
+    .limit(bindparam("limit"))
+)
 # Both deadline queries are range scans of ix_requests_status_expires_at.
 DUE = (
     select(requests)

@@ -85,6 +85,8 @@ class RequestRow(Base):
         Index("ix_requests_held_by", "held_by"),
         # The admin console's table, newest first (adapters/admin).
         Index("ix_requests_created_at", "created_at"),
+        # The latest decisions, latest first (bot/home.py: a week's, for the figures).
+        Index("ix_requests_settled_at", "settled_at"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)

@@ -121,6 +121,10 @@ class SqlStore:
         """Pending requests, oldest first."""
         return [record_of(row) for row in await self._read(every, request_rows.LIST_PENDING, {})]
 
+    async def decided_since(self, since: datetime, limit: int = 500) -> list[RequestRecord]:
+        rows = await self._read(every, request_rows.DECIDED, {"since": since, "limit": limit})
+        return [record_of(row) for row in rows]
+
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
         """Pending requests whose `expires_at` is at or before `now`, earliest first."""
         rows = await self._read(every, request_rows.DUE, {"now": now, "limit": limit})
@@ -180,10 +184,12 @@ class SqlStore:
         await self._write(execute, journal.INSERT_AUDIT, journal.audit_values(entry))
 
     async def list_audit(
-        self, *, request_id: str | None = None, limit: int = 100
-    ) -> list[AuditEntry]:
-        """The latest `limit` audit lines (of one request, if given), newest first."""
-        rows = await self._read(every, journal.list_audit_query(request_id, limit), {})
+        self, *, request_id: str | None = None, actor_id: str | None = None,
+        tool: str | None = None, since: datetime | None = None, limit: int = 100,
+    ) -> list[AuditEntry]:  # fmt: skip
+        """The latest `limit` audit lines that match (journal.AuditFilter), newest first."""
+        where = journal.AuditFilter(request_id, actor_id, tool, since)
+        rows = await self._read(every, journal.list_audit_query(where, limit), {})
         return [journal.audit_entry(row) for row in rows]
 
     async def save_transcript(

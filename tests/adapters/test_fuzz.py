@@ -30,8 +30,10 @@ from tests.adapters.test_http_edges import Served, capture, running_service
 from tests.fakes.slack_signing import (
     FORM,
     JSON_TYPE,
+    app_home_opened,
     block_actions_payload,
     event_callback,
+    home_action_payload,
     message_event,
     sign,
     url_verification,
@@ -124,6 +126,11 @@ def real_payloads() -> list[dict[str, Any]]:
               "element": {"type": "plain_text_input", "action_id": "answer"}}  # fmt: skip
     modal = {"callback_id": "hitl_modal:answer", "private_metadata": REQUEST_ID,
              "blocks": [answer]}  # fmt: skip
+    approve = {"type": "button", "action_id": "hitl_approve", "value": REQUEST_ID,
+               "text": {"type": "plain_text", "text": "Approve"}}  # fmt: skip
+    home = {"id": "V0HOME0001", "type": "home",
+            "blocks": [{"type": "actions", "block_id": f"hitl_actions:{REQUEST_ID}",
+                        "elements": [approve]}]}  # fmt: skip
     return [
         block_actions_payload(
             message=message, channel_id=CHANNEL, action_id="hitl_approve", user_id=ALICE,
@@ -134,6 +141,8 @@ def real_payloads() -> list[dict[str, Any]]:
         event_callback(message_event("<@U0BOT00001> hi", user=ALICE, channel=CHANNEL,
                                      event_type="app_mention")),
         url_verification(),
+        event_callback(app_home_opened(ALICE)),
+        home_action_payload(view=home, action_id="hitl_approve", user_id=ALICE),
     ]  # fmt: skip
 
 

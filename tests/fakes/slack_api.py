@@ -47,6 +47,7 @@ __all__ = [
     "FakeSlack",
     "SlackError",
     "block_errors",
+    "home_errors",
     "view_errors",
 ]
 
@@ -60,7 +61,7 @@ BOT_USER_ID = "U0BOT00001"
 BOT_ID = "B0BOT00001"
 APP_ID = "A0APP00001"
 
-MAX_BLOCKS = {"message": 50, "modal": 100}
+MAX_BLOCKS = {"message": 50, "modal": 100, "home": 100}
 MAX_TEXT = 40_000
 BLOCK_TYPES = {
     "actions", "context", "divider", "file", "header", "image", "input", "markdown",
@@ -149,9 +150,9 @@ def block_errors(blocks: Any, *, surface: str = "message", ptr: str = "/blocks")
             _err(f"must provide an array with no more than {MAX_BLOCKS[surface]} items", ptr)
         )
     block_ids: set[str] = set()
-    action_ids: set[str] = set()
     for i, block in enumerate(blocks):
         bptr = f"{ptr}/{i}"
+        action_ids: set[str] = set()  # unique within their block (Slack's rule), not beyond
         if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
             errors.append(_err("failed to match all allowed schemas", bptr))
             continue
@@ -221,6 +222,23 @@ def view_errors(view: Any, *, ptr: str = "/view") -> list[str]:
     )
     if has_input and not view.get("submit"):
         errors.append(_err("must provide a submit property when using input blocks", ptr))
+    return errors
+
+
+def home_errors(view: Any, *, ptr: str = "/view") -> list[str]:
+    """Slack-style errors for an App Home view (``views.publish``): type "home", at most 100
+    blocks; its blocks are those a modal may hold, so the modal schema checks them too."""
+    if not isinstance(view, dict):
+        return [_err("must be an object", ptr)]
+    errors = [] if view.get("type") == "home" else [_err("must be 'home'", f"{ptr}/type")]
+    for key in ("callback_id", "external_id"):
+        errors += _too_long(view.get(key), 255, f"{ptr}/{key}")
+    errors += _too_long(view.get("private_metadata"), 3000, f"{ptr}/private_metadata")
+    errors += block_errors(view.get("blocks"), surface="home", ptr=f"{ptr}/blocks")
+    if not errors:
+        as_modal = {"type": "modal", "title": {"type": "plain_text", "text": "Home"},
+                    "blocks": view["blocks"]}  # fmt: skip
+        errors = _schema_errors("modal", as_modal, ptr)
     return errors
 
 
@@ -329,6 +347,7 @@ class FakeSlack:
         self.calls: list[tuple[str, JSON]] = []
         self.ephemerals: list[JSON] = []
         self.views: dict[str, JSON] = {}
+        self.homes: dict[str, JSON] = {}  # user id -> their App Home view (views.publish)
         self.responses: list[JSON] = []  # bodies posted to response_urls
         self._messages: defaultdict[str, dict[str, JSON]] = defaultdict(dict)
         self._history: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
@@ -353,6 +372,7 @@ class FakeSlack:
             "views.open": self._views_open,
             "views.update": self._views_update,
             "views.push": self._views_push,
+            "views.publish": self._views_publish,
             "conversations.replies": self._replies,
             "files.info": self._files_info,
             "users.lookupByEmail": self._lookup_by_email,
@@ -748,6 +768,21 @@ class FakeSlack:
             current["state"],
         )  # fmt: skip
         return {"view": copy.deepcopy(self.views[current["id"]])}
+
+    def _views_publish(self, args: JSON) -> JSON:
+        user = str(args.get("user_id") or "")
+        if user not in self.users:
+            raise SlackError("user_not_found" if user else "invalid_arguments")
+        view = args.get("view")
+        if errors := home_errors(view):
+            metadata = _metadata(errors)
+            raise SlackError("invalid_arguments", errors=errors, response_metadata=metadata)
+        current = self.homes.get(user)
+        if args.get("hash") and (current is None or args["hash"] != current["hash"]):
+            raise SlackError("hash_conflict")
+        view_id = current["id"] if current else f"V{next(self._seq):09d}"
+        self.homes[user] = self._view(dict(view or {}), view_id, view_id, None)
+        return {"view": copy.deepcopy(self.homes[user])}
 
     def _replies(self, args: JSON) -> JSON:
         channel, ts = str(args.get("channel")), str(args.get("ts"))

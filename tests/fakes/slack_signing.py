@@ -35,12 +35,15 @@ __all__ = [
     "FORM",
     "JSON_TYPE",
     "VERIFICATION_TOKEN",
+    "app_home_opened",
     "block_actions_payload",
     "encode",
     "event_callback",
+    "home_action_payload",
     "message_event",
     "post_signed",
     "sign",
+    "slash_command",
     "url_verification",
     "view_submission_payload",
 ]
@@ -244,6 +247,59 @@ def block_actions_payload(
         "response_url": response_url,
         "actions": [action],
     }
+
+
+def home_action_payload(
+    *,
+    view: Mapping[str, Any],
+    action_id: str,
+    user_id: str,
+    user_name: str | None = None,
+    trigger_id: str | None = None,
+    team_id: str = TEAM_ID,
+    api_app_id: str = APP_ID,
+) -> JSON:
+    """A click on ``action_id`` in an App Home ``view`` (e.g. ``fake.homes[user]``): no
+    channel, no message, no response_url; the container is the view."""
+    found = _find_action(view.get("blocks"), action_id)
+    if found is None:
+        raise LookupError(f"no action_id {action_id!r} in the view's blocks")
+    block_id, element = found
+    action: JSON = {"action_id": action_id, "block_id": block_id, "type": element["type"],
+                    "action_ts": _now_ts()}  # fmt: skip
+    action |= {k: element[k] for k in ("text", "style", "value") if k in element}
+    return {
+        "type": "block_actions",
+        "user": _user(user_id, user_name, team_id),
+        "api_app_id": api_app_id,
+        "token": VERIFICATION_TOKEN,
+        "container": {"type": "view", "view_id": view.get("id", "")},
+        "trigger_id": trigger_id or f"{secrets.randbelow(10**10)}.{secrets.token_hex(16)}",
+        "team": _team(team_id),
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "view": dict(view),
+        "actions": [action],
+    }
+
+
+def app_home_opened(user_id: str, *, tab: str = "home", channel: str = "D0HOME0001") -> JSON:
+    """The ``app_home_opened`` event of ``user_id`` opening the app's Home (or Messages) tab."""
+    return {"type": "app_home_opened", "user": user_id, "channel": channel, "tab": tab,
+            "event_ts": _now_ts()}  # fmt: skip
+
+
+def slash_command(
+    command: str, text: str, *, user_id: str, channel_id: str, team_id: str = TEAM_ID,
+    trigger_id: str | None = None, response_url: str = DEAD_RESPONSE_URL,
+) -> bytes:  # fmt: skip
+    """A slash command's body as Slack posts it: a form (post it with ``content_type=FORM``)."""
+    return urlencode({
+        "token": VERIFICATION_TOKEN, "team_id": team_id, "channel_id": channel_id,
+        "user_id": user_id, "command": command, "text": text, "api_app_id": APP_ID,
+        "trigger_id": trigger_id or f"{secrets.randbelow(10**10)}.{secrets.token_hex(16)}",
+        "response_url": response_url,
+    }).encode()  # fmt: skip
 
 
 def view_submission_payload(

@@ -164,6 +164,37 @@ async def test_views_need_a_fresh_trigger(fake: FakeSlack, client: AsyncWebClien
     assert pushed["view"]["previous_view_id"] == view["id"]
 
 
+async def test_views_publish_keeps_one_home_per_user(
+    fake: FakeSlack, client: AsyncWebClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = conformance_file("slack/blockkit-modal.schema.json")
+    if schema is not None:
+        monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(schema.parent))
+    # Two requests' buttons: an action_id is unique within its block, not across blocks.
+    second = {**BUTTONS[1], "block_id": "act2"}
+    home = {"type": "home", "blocks": [*BUTTONS, second]}
+    first = (await client.views_publish(user_id="U0ALICE", view=home))["view"]
+    assert first["type"] == "home" and fake.homes["U0ALICE"]["blocks"] == home["blocks"]
+    again = await client.views_publish(user_id="U0ALICE", view=home, hash=first["hash"])
+    assert again["view"]["id"] == first["id"] and again["view"]["hash"] != first["hash"]
+
+    stale = await error_of(client.views_publish(user_id="U0ALICE", view=home, hash=first["hash"]))
+    nobody = await error_of(client.views_publish(user_id="U0NOBODY", view=home))
+    modal = await error_of(client.views_publish(user_id="U0ALICE", view=MODAL))
+    long = {"type": "home", "blocks": [{"type": "divider"}] * 101}
+    too_long = await error_of(client.views_publish(user_id="U0ALICE", view=long))
+    assert [e["error"] for e in (stale, nobody, modal, too_long)] == [
+        "hash_conflict", "user_not_found", "invalid_arguments", "invalid_arguments",
+    ]  # fmt: skip
+    assert too_long["errors"] == [
+        "must provide an array with no more than 100 items [json-pointer:/view/blocks]"
+    ]
+    if schema is not None:
+        odd = {"type": "home", "blocks": [{**BUTTONS[0], "colour": "red"}]}
+        error = await error_of(client.views_publish(user_id="U0ALICE", view=odd))
+        assert error["errors"][0].endswith("/blocks/0]")
+
+
 async def test_block_kit_violations(client: AsyncWebClient) -> None:
     dup = [{**BUTTONS[1], "elements": [BUTTONS[1]["elements"][0]] * 2}]
     error = await error_of(client.chat_postMessage(channel="C1", text="x", blocks=dup))

@@ -20,7 +20,7 @@ def manifest() -> dict[str, Any]:
 def test_it_subscribes_to_the_events_the_app_handles() -> None:
     events = manifest()["settings"]["event_subscriptions"]
     assert set(events["bot_events"]) == {
-        "app_mention", "message.channels", "message.groups", "message.im",
+        "app_home_opened", "app_mention", "message.channels", "message.groups", "message.im",
     }  # fmt: skip
     assert events["request_url"].endswith("/slack/events")
 
@@ -49,3 +49,15 @@ def test_it_asks_for_the_scopes_it_uses_and_no_more() -> None:
 
 def test_socket_mode_is_off_by_default() -> None:
     assert manifest()["settings"]["socket_mode_enabled"] is False
+
+
+def test_the_command_lists_every_subcommand_and_mentions_arrive_as_ids() -> None:
+    [command] = manifest()["features"]["slash_commands"]
+    for word in ("pending", "mine", "grants", "revoke", "audit", "cancel"):
+        assert word in command["usage_hint"]
+    assert len(command["usage_hint"]) <= 1000 and len(command["description"]) <= 100
+    assert command["should_escape"] is True  # adapters/slack/app.py command_words reads them
+
+
+def test_the_home_tab_is_on() -> None:
+    assert manifest()["features"]["app_home"]["home_tab_enabled"] is True

@@ -335,6 +335,26 @@ async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -
         assert await conn.run_sync(schema_differences) == []
 
 
+async def test_0016_admin_commands_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0016 indexes when requests were decided; its downgrade drops the index alone."""
+
+    def indexes(conn: Connection) -> set[str]:
+        return {str(index["name"]) for index in inspect(conn).get_indexes("requests")}
+
+    await upgrade(database.url, "0010", schema=database.schema)
+    await add_request(engine, "r1")
+    await upgrade(database.url, "0016", schema=database.schema)
+    async with engine.connect() as conn:
+        assert "ix_requests_settled_at" in await conn.run_sync(indexes)
+    await downgrade(database.url, "0010", schema=database.schema)
+    async with engine.connect() as conn:
+        assert "ix_requests_settled_at" not in await conn.run_sync(indexes)
+    assert await row_count(engine, "requests") == 1
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
 async def row_count(engine: AsyncEngine, table: str) -> int:
     async with engine.connect() as conn:
         return int((await conn.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one())

@@ -1,4 +1,4 @@
-"""bot/commands.py: the `hitl` commands on a real store, their phrases written plainly."""
+"""bot/commands/: the `hitl` commands on a real store, their phrases written plainly."""
 
 from __future__ import annotations
 
@@ -109,7 +109,67 @@ async def test_anything_else_is_the_usage(store: SqlStore) -> None:
     assert usage.splitlines() == [
         "`@hitl-bridge hitl` or `@hitl-bridge hitl pending`: the requests waiting in this "
         "conversation.",
+        "`@hitl-bridge hitl mine`: the requests waiting for your answer, anywhere.",
         "`@hitl-bridge hitl grants`: the tools allowed to run unasked here.",
         "`@hitl-bridge hitl revoke <id>`: revoke one.",
     ]
     assert await said(commands, "revoke x") == "Tool grants are not kept by this bridge."
+
+
+async def test_mine_lists_the_callers_open_requests_in_every_room(
+    store: SqlStore, commands: Commands
+) -> None:
+    assert await said(commands, "mine") == "Nothing waits for your answer."
+    await store.create_request(request("r1", "slack:C1:1.0"))
+    await store.create_request(request("r2", "slack:C2:1.0"))
+    mine = await said(commands, "mine")
+    assert mine.splitlines() == [
+        "2 request(s) waiting for your answer:",
+        f"• `r1` requestApproval for {ACTOR} in slack:C1:1.0, until 2026-12-01 10:00 UTC",
+        f"• `r2` requestApproval for {ACTOR} in slack:C2:1.0, until 2026-12-01 10:00 UTC",
+    ]
+    assert await said(commands, "mine", user=STRANGER) == "Nothing waits for your answer."
+    shared = await commands.answer("mine", place=HERE, user=ACTOR, private=False)
+    assert [p.plain for p in shared] == [
+        "Ask me that in a private chat: a reply here is seen by everyone."
+    ]
+
+
+async def test_admins_see_every_room_and_others_are_refused_on_the_record(
+    store: SqlStore, commands: Commands
+) -> None:
+    await store.create_request(request("r1", "slack:C1:1.0"))
+    await store.create_request(request("r2", "slack:C2:1.0"))
+    assert (await said(commands, "pending")).startswith("1 request(s)")  # this room's only
+    everywhere = await said(commands, "pending", user=ADMIN)
+    assert everywhere.startswith("2 request(s)") and "`r2` requestApproval" in everywhere
+    # An admin in a shared conversation sees what everyone there would.
+    shared = await commands.answer("pending", place=HERE, user=ADMIN, private=False)
+    assert shared[0].plain.startswith("1 request(s)")
+
+    for text in ("audit @U0ACTOR", "cancel r1 stop"):
+        refused = await said(commands, text, user=STRANGER)
+        assert refused == "Only the bridge's admins may do that; the attempt is recorded."
+    lines = await store.list_audit(actor_id=STRANGER)
+    assert [(e.action, e.detail["command"]) for e in lines] == [
+        ("admin.refused", "cancel r1 stop"), ("admin.refused", "audit @U0ACTOR"),
+    ]  # fmt: skip
+    # Without a router here, a cancel cannot be made (the surfaces pass theirs).
+    assert await said(commands, "cancel r1", user=ADMIN) == (
+        "Requests cannot be cancelled from here."
+    )
+    assert "`/hitl cancel <id> [reason]`" in await said(commands, "help", user=ADMIN)
+    assert "cancel" not in await said(commands, "help")
+
+
+async def test_an_admin_lists_every_rooms_grants(store: SqlStore, commands: Commands) -> None:
+    grants = Grants(store)
+    for room in ("slack:C1:1.0", "slack:C2:1.0"):
+        await grants.grant(
+            room_id=room, actor_id=ACTOR, tool_name="deploy", arguments={},
+            seconds=3600, granted_by=ACTOR,
+        )  # fmt: skip
+    assert (await said(commands, "grants")).startswith("1 tool grant(s) here:")
+    listed = await said(commands, "grants", user=ADMIN)
+    assert listed.startswith("2 tool grant(s) in all:")
+    assert "in slack:C2:1.0" in listed
