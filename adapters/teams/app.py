@@ -158,13 +158,13 @@ class TeamsAdapter:
         )
         bridge.attach(self.surface)
         commands = Commands(store, policy, grants, command=f"@hitl-bridge {COMMAND}")
-        self.conversations = Conversations(
-            channel=channel, surface=self.surface, store=store, people=self.people,
-            commands=commands,
-        )  # fmt: skip
         self.router = router or Router(
             store=store, handler_for=bridge.handler_for, policy=policy, tools=tools
         )
+        self.conversations = Conversations(
+            channel=channel, surface=self.surface, store=store, people=self.people,
+            commands=commands, deciders=self.router.deciders,
+        )  # fmt: skip
         self.invokes = Invokes(surface=self.surface, router=self.router, people=self.people)
 
     async def start(self) -> None:

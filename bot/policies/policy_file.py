@@ -183,15 +183,16 @@ class Rule(_Strict):
     on_timeout: Annotated[OnTimeout, BeforeValidator(_on_timeout)] = DECLINE
     escalate: tuple[Escalation, ...] = ()
     deliver: Annotated[tuple[DestinationField, ...], AfterValidator(_not_empty)] = (THREAD,)
+    drivers: None = None  # refused: who may drive the agent is said by room (`PolicyFile`)
 
-    @model_validator(mode="before")
+    @field_validator("drivers", mode="before")
     @classmethod
-    def _drivers_by_room(cls, data: Any) -> Any:
-        """Who may drive the agent is said per room, before any tool is called."""
-        if isinstance(data, dict) and "drivers" in data:
-            raise ValueError("`drivers` is not a rule's: list who may drive the agent by room "
-                             "in the file's top-level `drivers:`")  # fmt: skip
-        return data
+    def _drivers_by_room(cls, value: Any) -> None:
+        """Who may drive the agent is said per room: a turn starts before any tool is called."""
+        raise ValueError(
+            "who may drive the agent is said by room, not by rule: move it to "
+            "the file's top-level `drivers:` ({room: <glob>, users: [...]})"
+        )
 
     @field_validator("required", "declines_required")
     @classmethod
