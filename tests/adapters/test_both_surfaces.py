@@ -32,6 +32,7 @@ from adapters.teams.surface import TeamsRoom, TeamsSurface
 from bot import RequestUpdate
 from bot.records import RequestRecord, RequestStatus
 from bot.store import upgrade
+from bot.store.copies import CopyTables
 from tests.adapters.slack import conftest as slack
 from tests.adapters.teams import conftest as teams
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
@@ -113,6 +114,15 @@ class Both:
                 if all(surface in record.message_refs for surface in surfaces):
                     return record
                 await asyncio.sleep(POLL)
+
+
+    async def copy_ref(self, request_id: str, surface: str, room_id: str) -> JSON:
+        """Where `surface` posted the request's copy in `room_id`, once it has recorded it."""
+        copies = CopyTables(self.server.service.store)
+        async with asyncio.timeout(WAIT):
+            while (ref := await copies.ref(request_id, surface, room_id)) is None:
+                await asyncio.sleep(POLL)
+        return ref
 
 
 StartBoth = Callable[..., Awaitable[Both]]
@@ -248,14 +258,16 @@ async def start_turn(both: Both) -> tuple[slack.Thread, JSON, str, JSON]:
     assert post.conversation_id == TEAMS_CHANNEL
 
     # One request, shown in two rooms: its own (the Slack thread) and the mirrored one. The
-    # surfaces are told concurrently: each records where it posted when it is done.
-    record = await both.recorded(slack_request_id(message), "slack", "teams")
+    # surfaces are told concurrently: each records where it posted when it is done, the copy
+    # by request, surface and room (bot.store.copies).
+    record = await both.recorded(slack_request_id(message), "slack")
     assert record.status is RequestStatus.PENDING
     assert record.actor_id == SLACK_ALICE
     assert parse_slack_room(record.room_id) is not None
     assert record.room_id == f"slack:{slack.CHANNEL}:{thread.ts}"
     assert record.message_refs["slack"] == {"channel": slack.CHANNEL, "ts": message["ts"]}
-    teams_ref = record.message_refs["teams"]
+    assert "teams" not in record.message_refs  # the request's own room is not on Teams
+    teams_ref = await both.copy_ref(record.id, "teams", TEAMS_ROOM)
     assert teams_ref["conversation_id"] == TEAMS_CHANNEL
     assert teams_ref["activity_id"] == activity_id
     assert teams_ref["service_url"] == both.connector.service_url
