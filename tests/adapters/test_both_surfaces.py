@@ -115,14 +115,15 @@ class Both:
                     return record
                 await asyncio.sleep(POLL)
 
-
     async def copy_ref(self, request_id: str, surface: str, room_id: str) -> JSON:
         """Where `surface` posted the request's copy in `room_id`, once it has recorded it."""
         copies = CopyTables(self.server.service.store)
         async with asyncio.timeout(WAIT):
-            while (ref := await copies.ref(request_id, surface, room_id)) is None:
+            while True:
+                ref = await copies.ref(request_id, surface, room_id)
+                if ref is not None:
+                    return ref
                 await asyncio.sleep(POLL)
-        return ref
 
 
 StartBoth = Callable[..., Awaitable[Both]]
