@@ -145,13 +145,13 @@ async def test_approvers_get_a_dm_each_and_every_copy_shows_the_tally(
     await click_in(env, dm_of(BOB), bob_dm, "hitl_approve", BOB)
     tally = f"1 of 2 approvals: <@{BOB}>"
 
-    def shows_tally(channel: str, ts: str) -> bool:
-        current = env.slack.message(channel, ts)
-        return has_actions(current) and tally in json.dumps(current)
+    copies = ((CHANNEL, message["ts"]), (dm_of(BOB), bob_dm["ts"]), (dm_of(CAROL), carol_dm["ts"]))
 
-    for channel, ts in ((CHANNEL, message["ts"]), (dm_of(BOB), bob_dm["ts"]),
-                        (dm_of(CAROL), carol_dm["ts"])):  # fmt: skip
-        assert await env.slack.wait_for(lambda c=channel, t=ts: shows_tally(c, t), WAIT)
+    def all_show_tally() -> bool:
+        shown = [env.slack.message(channel, ts) for channel, ts in copies]
+        return all(has_actions(m) and tally in json.dumps(m) for m in shown)
+
+    assert await env.slack.wait_for(all_show_tally, WAIT)  # the thread's and both DMs
 
     await click_in(env, dm_of(CAROL), carol_dm, "hitl_approve", CAROL)
     result = await finish(env, thread, message, "Approved")
