@@ -101,7 +101,10 @@ def delivery_error(rule: Rule) -> str | None:
         return "list thread: a request is always shown in the conversation that asked for it"
     if APPROVERS_DM not in rule.deliver:
         return None
-    teams = [str(p) for p in rule.approvers if p.surface == "teams" and p.kind == "user"]
+    users = [p for p in rule.approvers if p.kind == "user"]
+    if not users:
+        return "approvers_dm, but the approvers name no user (groups get no direct message)"
+    teams = [str(p) for p in users if p.surface == "teams"]
     if teams:
         return (f"approvers_dm cannot reach Teams users ({', '.join(teams)}): this version "
                 "cannot open a personal Teams conversation; deliver to teams:<conversation "

@@ -196,6 +196,8 @@ rules:
          "approvers_dm cannot reach Teams users (teams:7a1c3e5f-0b2d-4f6a-8c9e-1d3f5b7a9c0e): "
          "this version cannot open a personal Teams conversation; deliver to "
          "teams:<conversation id> instead"),
+        ("approvers: [actor, slack:S0OPSTEAM]\n    deliver: [thread, approvers_dm]",
+         "approvers_dm, but the approvers name no user (groups get no direct message)"),
     ],
 )  # fmt: skip
 def test_deliveries_this_version_cannot_make_are_refused(
