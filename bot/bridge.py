@@ -150,11 +150,15 @@ class Bridge:
         observers = list(self._observers)
         if not observers:
             return
-        copies = await self._copies(update)
-        if len(observers) == 1:
-            await self._show(observers[0], update, copies)
-        else:
-            await asyncio.gather(*(self._show(o, update, copies) for o in observers))
+        # Where the copies go is looked up (a DM opened, say) while the own room is shown.
+        copies = asyncio.ensure_future(self._copies(update))
+        try:
+            if len(observers) == 1:
+                await self._show(observers[0], update, copies)
+            else:
+                await asyncio.gather(*(self._show(o, update, copies) for o in observers))
+        finally:
+            copies.cancel()  # done by then, unless the showing was cut short
 
     async def _copies(self, update: RequestUpdate) -> list[str]:
         rooms: list[str] = []
@@ -168,14 +172,16 @@ class Bridge:
             rooms.extend(r for r in found if r != update.room_id and r not in rooms)
         return rooms
 
-    async def _show(self, observer: Observer, update: RequestUpdate, copies: list[str]) -> None:
+    async def _show(
+        self, observer: Observer, update: RequestUpdate, copies: asyncio.Future[list[str]]
+    ) -> None:
         try:
             await observer(update)
         except UndeliverableError as err:
             await self._undeliverable(update, str(err))
         except Exception:
             log.exception("observer failed on %s of %s", update.state, update.pending_id)
-        for room_id in copies:
+        for room_id in await asyncio.shield(copies):
             try:
                 await observer(dataclasses.replace(update, room_id=room_id, copy=True))
             except UndeliverableError as err:  # its own room decides, not a copy
