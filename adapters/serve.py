@@ -25,8 +25,10 @@ from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.human_tools import BUILTIN_TOOLS
+from bot.policies.delivery import Delivery
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
+from bot.store.copies import CopyTables
 from bot.store.votes import VoteTables
 from bot.tools.gates import approval_gate
 from bot.tools.grants import Grants
@@ -125,6 +127,7 @@ async def build_service(settings: Settings) -> Service:
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
         tools=tools, deciders=deciders, votes=VoteTables(store),
     )  # fmt: skip
+    copies = CopyTables(store)
     slack = None
     if slack_secrets is not None:
         token, secret = slack_secrets
@@ -136,6 +139,7 @@ async def build_service(settings: Settings) -> Service:
             store=store,
             router=router,
             grants=grants,
+            copies=copies,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent)
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
@@ -143,9 +147,11 @@ async def build_service(settings: Settings) -> Service:
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
-            config=teams, router=router, grants=grants,
+            config=teams, router=router, grants=grants, copies=copies,
         )  # fmt: skip
     read_groups(deciders, slack.client if slack is not None else None, service.teams)
+    # Copies of requests where their rule's `deliver` says (approvals channel, DMs, Teams).
+    bridge.mirror(Delivery(deciders, bridge.find, bridge.undeliverable_copy).rooms)
     return service
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.addresses import Address, Addressee, UnknownAddressError
@@ -20,15 +22,18 @@ from bot.errors import UndeliverableError
 from bot.failures import RepeatedFailures
 from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
-from bot.records import RequestRecord, RequestStore, StoreUnavailableError
+from bot.records import AuditEntry, RequestRecord, RequestStore, StoreUnavailableError
 from bot.runs import LEASE_SECONDS, RunLeases
 from bot.surfaces import Surface
 from bot.timers import DeadlineScheduler
 
 log = logging.getLogger(__name__)
 
-Mirror = Callable[[RequestUpdate], Iterable[str]]
-"""The other rooms a request is shown in, besides its own."""
+Mirror = Callable[[RequestUpdate], Iterable[str] | Awaitable[Iterable[str]]]
+"""The other rooms a request is shown in, besides its own (bot/policies/delivery.py: a policy
+rule's `deliver`)."""
+
+UNDELIVERABLE_COPY = "undeliverable_copy"  # the audit line of a copy that could not be shown
 
 
 class Bridge:
@@ -92,8 +97,7 @@ class Bridge:
             return
         if self.store is not None and handler.store is None:
             handler.store = self.store
-        for observer in self._observers:
-            handler.add_observer(observer)
+        handler.add_observer(self._fan_out)
         if self._scheduler is not None:
             handler.on_deadline_armed = self._scheduler.poke
         self.handlers.append(handler)
@@ -131,33 +135,79 @@ class Bridge:
         """Tell `observer` every transition of every request of every channel, once for the
         request's own room and once for each room it is mirrored to. (A surface is attached
         with `attach`, which also hears only its own rooms.)"""
-        delivered = self._through_mirrors(observer)
-        self._observers.append(delivered)
-        for handler in self.handlers:
-            handler.add_observer(delivered)
+        self._observers.append(observer)
 
     def mirror(self, rooms: Mirror) -> None:
         """Show requests in more rooms too: `rooms(update)` names them (say, a Slack thread's
-        approvals also in a Teams channel). Each surface shows the rooms that are its own;
-        an answer on any of them settles the one request, and every copy is updated."""
+        approvals also in a Teams channel), once per update for every observer. Each surface
+        shows the rooms that are its own; an answer on any of them settles the one request,
+        and every copy is updated."""
         self._mirrors.append(rooms)
 
-    def _through_mirrors(self, observer: Observer) -> Observer:
-        async def deliver(update: RequestUpdate) -> None:
-            try:
-                await observer(update)
-            except UndeliverableError as err:
-                await self._undeliverable(update, str(err))
-            for mirror in self._mirrors:
-                for room_id in mirror(update):
-                    if room_id != update.room_id:
-                        try:
-                            await observer(dataclasses.replace(update, room_id=room_id))
-                        except UndeliverableError as err:  # its own room decides, not a copy
-                            log.warning("could not show %s in %s: %s",
-                                        update.pending_id, room_id, err)  # fmt: skip
+    async def _fan_out(self, update: RequestUpdate) -> None:
+        """The handlers' one observer: each of ours hears the update in its own room, then in
+        each copy's, the observers side by side (one slow surface does not hold up another)."""
+        observers = list(self._observers)
+        if not observers:
+            return
+        # Where the copies go is looked up (a DM opened, say) while the own room is shown.
+        copies = asyncio.ensure_future(self._copies(update))
+        try:
+            if len(observers) == 1:
+                await self._show(observers[0], update, copies)
+            else:
+                await asyncio.gather(*(self._show(o, update, copies) for o in observers))
+        finally:
+            copies.cancel()  # done by then, unless the showing was cut short
 
-        return deliver
+    async def _copies(self, update: RequestUpdate) -> list[str]:
+        rooms: list[str] = []
+        for mirror in self._mirrors:
+            try:
+                named = mirror(update)
+                found = await named if inspect.isawaitable(named) else named
+            except Exception:
+                log.exception("could not tell where else to show %s", update.pending_id)
+                continue
+            rooms.extend(r for r in found if r != update.room_id and r not in rooms)
+        return rooms
+
+    async def _show(
+        self, observer: Observer, update: RequestUpdate, copies: asyncio.Future[list[str]]
+    ) -> None:
+        try:
+            await observer(update)
+        except UndeliverableError as err:
+            await self._undeliverable(update, str(err))
+        except Exception:
+            log.exception("observer failed on %s of %s", update.state, update.pending_id)
+        for room_id in await asyncio.shield(copies):
+            try:
+                await observer(dataclasses.replace(update, room_id=room_id, copy=True))
+            except UndeliverableError as err:  # its own room decides, not a copy
+                await self.undeliverable_copy(update, room_id, str(err))
+            except Exception:
+                log.exception("observer failed on %s of %s in %s", update.state,
+                              update.pending_id, room_id)  # fmt: skip
+
+    async def undeliverable_copy(self, update: RequestUpdate, where: str, reason: str) -> None:
+        """A copy of a request could not be shown in `where` (a room, or the address it was
+        to be found at): logged and audited; the request stays open in its own room."""
+        log.warning("could not show a copy of %s in %s: %s", update.pending_id, where, reason)
+        if self.store is None or not update.pending_id:
+            return
+        entry = AuditEntry(
+            action=UNDELIVERABLE_COPY,
+            at=datetime.now(UTC),
+            request_id=update.pending_id,
+            actor_id=None,
+            detail={"room": where, "reason": reason},
+        )
+        try:
+            await self.store.append_audit(entry)
+        except StoreUnavailableError as err:
+            log.warning("could not audit the undeliverable copy of %s: %s",
+                        update.pending_id, err)  # fmt: skip
 
     async def _undeliverable(self, update: RequestUpdate, reason: str) -> None:
         """A surface could not show a new request in its own room, after its retries: the

@@ -55,6 +55,7 @@ from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
 from bot.commands import Commands, Place
 from bot.records import RequestStore, StoreUnavailableError
+from bot.requests.copies import CopyRefs
 from bot.requests.router import Router
 from bot.tools.grants import Grants
 
@@ -100,9 +101,11 @@ class SlackAdapter:
         store: RequestStore,
         router: Router,
         grants: Grants | None = None,
+        copies: CopyRefs | None = None,
     ) -> None:
         """`router` answers every click, submission and thread reply (one for all surfaces);
-        `grants` are listed and revoked with /hitl."""
+        `grants` are listed and revoked with /hitl; `copies` keeps where a request's copies
+        (a policy's `deliver`) were posted."""
         self.client = client
         self.store = store
         self.router = router
@@ -128,7 +131,7 @@ class SlackAdapter:
         self._bad_bodies = Throttled(log, LOG_EVERY)  # 400, 413
         self._unhandled = Throttled(log, LOG_EVERY)  # 404: no listener
         self._failures = Throttled(log, LOG_EVERY, burst=10, level=logging.ERROR)
-        self.surface = SlackSurface(client, store, router.tools)
+        self.surface = SlackSurface(client, store, router.tools, copies)
         bridge.attach(self.surface)
         self.conversations = Conversations(
             channel=channel,

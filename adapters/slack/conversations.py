@@ -17,8 +17,9 @@ from typing import Any
 from adapters.slack.rooms import SlackRoom
 from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
-from adapters.slack.text import escape
+from adapters.slack.text import SLACK, escape
 from bot import AIChannel
+from bot.policies.drivers import refused_turn
 from bot.records import RequestStore, StoreUnavailableError
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, Router, Settled
@@ -111,7 +112,7 @@ class Conversations:
         if await self._answer_question(room, user, text):
             return
         if await self._addressed(event, mentioned, room):
-            self._start_turn(room, user, text)
+            await self._start_turn(room, user, text)
 
     async def _addressed(self, event: dict[str, Any], mentioned: bool, room: SlackRoom) -> bool:
         """A mention, a DM, or a reply in a thread where the bot is talking."""
@@ -156,7 +157,17 @@ class Conversations:
     async def _bot_in_thread(self, room: SlackRoom) -> bool:
         return bool(await self.store.load_transcript(room.room_id, self.channel.channel_id))
 
-    def _start_turn(self, room: SlackRoom, user: str, text: str) -> None:
+    async def _start_turn(self, room: SlackRoom, user: str, text: str) -> None:
+        """A turn, if the policy's `drivers` let this person drive the agent here; else a
+        private (ephemeral) notice, the refusal audited by the core."""
+        refused = await refused_turn(
+            self.router.deciders, self.store, room_id=room.room_id, user_id=user, surface=SURFACE
+        )
+        if refused is not None:
+            await self.surface.tell(
+                room.channel, user, refused.render(SLACK), room.thread_ts or None
+            )
+            return
         self._turns.start(room.room_id, user, text, self._poster(room))
 
     def _poster(self, room: SlackRoom) -> Post:

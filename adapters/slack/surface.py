@@ -23,6 +23,7 @@ from adapters.slack.text import MESSAGE_TEXT, escape, truncate
 from bot import HumanTool, RequestUpdate, UndeliverableError
 from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.records import RequestStore
+from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.trail import MessageTrail
 from bot.stored_requests import posted_record
 
@@ -38,11 +39,18 @@ class SlackSurface:
     room_prefix = PREFIX
 
     def __init__(
-        self, client: AsyncWebClient, store: RequestStore, tools: Mapping[str, HumanTool]
+        self,
+        client: AsyncWebClient,
+        store: RequestStore,
+        tools: Mapping[str, HumanTool],
+        copies: CopyRefs | None = None,
     ) -> None:
+        """`copies` keeps where the copies a policy's `deliver` adds were posted (an approvals
+        channel, DMs): the store's rows (bot.store.copies) for several workers."""
         self.client = client
         self.store = store
         self.tools = tools
+        self.copies = copies if copies is not None else MemoryCopies()
         self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE)
         self._addresses = SlackAddresses(client)
 
@@ -66,12 +74,18 @@ class SlackSurface:
         return await self._edit(ref["channel"], ref["ts"], message)
 
     async def keep(self, update: RequestUpdate, ref: Ref) -> Ref:
-        await self.store.set_message_ref(update.pending_id, SURFACE, ref)
+        if update.copy:
+            await self.copies.keep(update.pending_id, SURFACE, update.room_id, ref)
+        else:
+            await self.store.set_message_ref(update.pending_id, SURFACE, ref)
         return ref
 
     async def stored(self, update: RequestUpdate) -> Ref | None:
-        record = await posted_record(self.store, update.pending_id, SURFACE)
-        ref = record.message_refs.get(SURFACE) if record is not None else None
+        if update.copy:
+            ref = await self.copies.ref(update.pending_id, SURFACE, update.room_id)
+        else:
+            record = await posted_record(self.store, update.pending_id, SURFACE)
+            ref = record.message_refs.get(SURFACE) if record is not None else None
         return {"channel": str(ref["channel"]), "ts": str(ref["ts"])} if ref else None
 
     async def _post_or_fail(self, room: SlackRoom, message: SlackMessage) -> str:

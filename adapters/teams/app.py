@@ -46,6 +46,7 @@ from bot import AIChannel, Bridge, ConfigurationError, HumanTool
 from bot.access import AnswerPolicy
 from bot.commands import Commands
 from bot.records import RequestStore
+from bot.requests.copies import CopyRefs
 from bot.requests.router import Router
 from bot.tools.grants import Grants
 
@@ -118,10 +119,12 @@ class TeamsAdapter:
         cloud: CloudEnvironment | None = None,
         router: Router | None = None,
         grants: Grants | None = None,
+        copies: CopyRefs | None = None,
     ) -> None:
         """`router` decides every answer (one per service, shared by its surfaces); without
         one, the adapter builds its own from the store, the bridge, the policy and the tools.
-        `grants` are listed and revoked with `@bridge hitl grants` (bot/commands.py)."""
+        `grants` are listed and revoked with `@bridge hitl grants` (bot/commands.py);
+        `copies` keeps where a request's copies (a policy's `deliver`) were posted."""
         self.config = config
         self.http = AiohttpAdapter()
         # Explicit values only: with credentials, activities are always verified.
@@ -151,6 +154,7 @@ class TeamsAdapter:
             tools,
             self.people,
             deciders=policy.approvers | policy.admins,
+            copies=copies,
         )
         bridge.attach(self.surface)
         self.router = router or Router(
@@ -162,7 +166,7 @@ class TeamsAdapter:
         )  # fmt: skip
         self.conversations = Conversations(
             channel=channel, surface=self.surface, store=store, people=self.people,
-            commands=commands,
+            commands=commands, deciders=self.router.deciders,
         )  # fmt: skip
         self.invokes = Invokes(surface=self.surface, router=self.router, people=self.people)
 

@@ -16,10 +16,13 @@ from microsoft_teams.api.activities.message import MessageActivity
 from microsoft_teams.api.activities.utils.strip_mentions_text import StripMentionsTextOptions
 from pydantic import ValidationError
 
+from adapters.teams.cards import SURFACE
 from adapters.teams.surface import PREFIX, THREAD_MARK, People, TeamsRoom, TeamsSurface
 from adapters.teams.text import PlainTextFormatter
 from bot import AIChannel
 from bot.commands import Commands, Place
+from bot.policies.deciders import Deciders
+from bot.policies.drivers import refused_turn
 from bot.records import RequestStore, StoreUnavailableError
 from bot.turns import Post, Turns
 
@@ -71,8 +74,11 @@ class Conversations:
         store: RequestStore,
         people: People,
         commands: Commands,
+        deciders: Deciders,
     ) -> None:
+        """`deciders` say who may drive the agent where (a policy file's `drivers`)."""
         self.channel = channel
+        self.deciders = deciders
         self.surface = surface
         self.store = store
         self.people = people
@@ -106,7 +112,7 @@ class Conversations:
             private = message.conversation.conversation_type == PERSONAL
             await self._command(room, user, rest, private, message.from_.id)
         else:
-            self._start_turn(room, user, text)
+            await self._start_turn(room, user, message.from_.id, text)
 
     async def _command(
         self, room: TeamsRoom, user: str, text: str, private: bool, channel_id: str
@@ -128,7 +134,17 @@ class Conversations:
         said = "\n".join(line.render(fmt) for line in lines)
         await self.surface.post_text(room, said or "The bridge cannot read its records now.")
 
-    def _start_turn(self, room: TeamsRoom, user: str, text: str) -> None:
+    async def _start_turn(self, room: TeamsRoom, user: str, user_id: str, text: str) -> None:
+        """A turn, if the policy's `drivers` let this person drive the agent here; else a
+        short reply saying so (Teams has no message only they would see in a channel), the
+        refusal audited by the core."""
+        refused = await refused_turn(
+            self.deciders, self.store, room_id=room.room_id, user_id=user, surface=SURFACE,
+            aliases=(user_id,),
+        )  # fmt: skip
+        if refused is not None:
+            await self.surface.post_text(room, refused.render(PlainTextFormatter(self.people.name)))
+            return
         self._turns.start(room.room_id, user, text, self._poster(room))
 
     def _poster(self, room: TeamsRoom) -> Post:

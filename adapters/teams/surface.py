@@ -25,6 +25,7 @@ from adapters.teams.text import MAX_REFRESH_USERS, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.records import RequestRecord, RequestStore
+from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
 from bot.requests.trail import MessageTrail
 from bot.requests.wording import Phrase
@@ -129,7 +130,11 @@ class CardRef:
 
     @classmethod
     def of(cls, record: RequestRecord) -> CardRef | None:
-        ref = record.message_refs.get(SURFACE)
+        return cls.read(record.message_refs.get(SURFACE))
+
+    @classmethod
+    def read(cls, ref: Mapping[str, Any] | None) -> CardRef | None:
+        """The card `to_json` wrote, or None."""
         if not ref:
             return None
         return cls(
@@ -157,9 +162,13 @@ class TeamsSurface:
         tools: Mapping[str, HumanTool],
         people: People,
         deciders: Iterable[str] = (),
+        copies: CopyRefs | None = None,
     ) -> None:
+        """`copies` keeps where the copies a policy's `deliver` adds were posted (a Teams
+        channel): the store's rows (bot.store.copies) for several workers."""
         self.connector = connector
         self.store = store
+        self.copies = copies if copies is not None else MemoryCopies()
         self.tools = tools
         self.people = people
         # Approvers and admins (AAD object ids, or Teams user ids): they get the live card too.
@@ -262,12 +271,18 @@ class TeamsSurface:
             self.refresh_user_ids(update.actor_id),
             self.people.name(update.actor_id),
         )
-        await self.store.set_message_ref(update.pending_id, SURFACE, kept.to_json())
+        if update.copy:
+            await self.copies.keep(update.pending_id, SURFACE, update.room_id, kept.to_json())
+        else:
+            await self.store.set_message_ref(update.pending_id, SURFACE, kept.to_json())
         return kept
 
     async def stored(self, update: RequestUpdate) -> CardRef | None:
-        record = await posted_record(self.store, update.pending_id, SURFACE)
-        ref = CardRef.of(record) if record is not None else None
+        if update.copy:
+            ref = CardRef.read(await self.copies.ref(update.pending_id, SURFACE, update.room_id))
+        else:
+            record = await posted_record(self.store, update.pending_id, SURFACE)
+            ref = CardRef.of(record) if record is not None else None
         if ref is not None:  # after a restart, the stored card is how we reach its conversation
             self.remember(ref.conversation_id, ref.service_url)
         return ref

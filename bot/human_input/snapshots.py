@@ -121,13 +121,19 @@ class RequestUpdate:
     # The votes so far on an open request several people decide (bot/policies/tally.py):
     # not the request's own, so the router gives it (from the votes' rows) when it has one.
     tally: Tally | None = None
+    # A copy of the request shown in a room other than its own (`room_id` is the copy's; a
+    # policy's `deliver`, bot/policies/delivery.py): its message is kept apart from the
+    # request's own, and a copy that cannot be posted never makes the request undeliverable.
+    copy: bool = False
 
     @classmethod
     def of(
         cls, request: PendingInput, state: RenderState | None = None, tally: Tally | None = None
     ) -> RequestUpdate:
         """The request as it stands (in `state`, if given, rather than its status's)."""
-        return snapshot(cls, request, state=state or STATE_OF_STATUS[request.status], tally=tally)
+        return snapshot(
+            cls, request, state=state or STATE_OF_STATUS[request.status], tally=tally, copy=False
+        )
 
 
 Notifier = Callable[[PendingInputEvent], Awaitable[bool | None] | bool | None]

@@ -1,9 +1,11 @@
 """Policies (DESIGN.md §8): the policy file (`HITL_POLICY_FILE`), read and validated, and which
-of its rules a call asks under: who may approve, how many must, for how long, where it is shown.
+of its rules a call asks under: who may approve, how many must, for how long, where it is shown;
+and who may drive the agent where.
 """
 
 from bot.policies.destinations import Destination, parse_destination
 from bot.policies.policy_file import (
+    Drivers,
     Escalation,
     Match,
     OnTimeout,
@@ -16,6 +18,7 @@ from bot.policies.rules import Policy, default_rule
 
 __all__ = [
     "Destination",
+    "Drivers",
     "Escalation",
     "Match",
     "OnTimeout",

@@ -11,7 +11,6 @@ rules:                            # matched in order; the first match applies
     required: 2                   # approvals needed (default 1)
     declines_required: 1          # declines that settle it as declined (default 1)
     allow_self: false             # may the turn's actor approve? (default true)
-    drivers: [slack:S0OPSTEAM]    # who may drive the agent in the conversation (default anyone)
     timeout_seconds: 3600         # default: the bridge's own
     on_timeout: decline           # decline (default) | {answer: {...}}: recorded as expired
     escalate:
@@ -20,6 +19,9 @@ rules:                            # matched in order; the first match applies
     deliver: [thread, approvers_dm, slack:C0APPROVALS]           # default: thread
   - match: {tool: "*"}
     approvers: [actor]
+drivers:                          # who may drive the agent, by room (default: anyone anywhere)
+  - room: "slack:C0OPS0001:*"     # a glob over room ids; the first match applies
+    users: [slack:S0OPSTEAM, slack:U0BOB00001, entra:<group id>]
 ```
 
 Principals are read in `principals`, `deliver` entries in `destinations`; which rule a call
@@ -177,11 +179,20 @@ class Rule(_Strict):
     required: Count = 1  # approvals that settle the request as approved
     declines_required: Count = 1  # declines that settle it as declined
     allow_self: StrictBool = True  # may the turn's actor approve?
-    drivers: Annotated[Principals, AfterValidator(_not_empty)] | None = None  # None: anyone
     timeout_seconds: Seconds | None = None  # None: the bridge's own
     on_timeout: Annotated[OnTimeout, BeforeValidator(_on_timeout)] = DECLINE
     escalate: tuple[Escalation, ...] = ()
     deliver: Annotated[tuple[DestinationField, ...], AfterValidator(_not_empty)] = (THREAD,)
+    drivers: None = None  # refused: who may drive the agent is said by room (`PolicyFile`)
+
+    @field_validator("drivers", mode="before")
+    @classmethod
+    def _drivers_by_room(cls, value: Any) -> None:
+        """Who may drive the agent is said per room: a turn starts before any tool is called."""
+        raise ValueError(
+            "who may drive the agent is said by room, not by rule: move it to "
+            "the file's top-level `drivers:` ({room: <glob>, users: [...]})"
+        )
 
     @field_validator("required", "declines_required")
     @classmethod
@@ -202,13 +213,6 @@ class Rule(_Strict):
     def _actor_not_excluded(cls, value: bool, info: ValidationInfo) -> bool:
         if not value and ACTOR in info.data.get("approvers", ()):
             raise ValueError("false, but `actor` is among the approvers: remove one of them")
-        return value
-
-    @field_validator("drivers")
-    @classmethod
-    def _drivers_named(cls, value: tuple[Principal, ...] | None) -> tuple[Principal, ...] | None:
-        if value is not None and ACTOR in value:
-            raise ValueError("`actor` is whoever drives the agent: name people or groups")
         return value
 
     @field_validator("escalate")
@@ -232,10 +236,26 @@ class Rule(_Strict):
         return value
 
 
+class Drivers(_Strict):
+    """Who may start or continue the agent's turns in the rooms `room` matches (a glob over
+    the core's room ids: `slack:<channel>:<thread ts>`, `teams:<conversation id>`)."""
+
+    room: Annotated[str, Field(min_length=1)]
+    users: Annotated[Principals, AfterValidator(_not_empty)]
+
+    @field_validator("users")
+    @classmethod
+    def _named(cls, value: tuple[Principal, ...]) -> tuple[Principal, ...]:
+        if ACTOR in value:
+            raise ValueError("`actor` is whoever drives the agent: name people or groups")
+        return value
+
+
 class PolicyFile(_Strict):
     """The policy file, validated. `where(...)` names the line of a part of it."""
 
     rules: Annotated[tuple[Rule, ...], AfterValidator(_not_empty)]
+    drivers: tuple[Drivers, ...] = ()  # matched in order by room; none matching: anyone
 
     _lines: YamlLines | None = PrivateAttr(default=None)  # None: a policy built in code
 

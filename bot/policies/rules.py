@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.human_tools import BUILTIN_TOOLS
-from bot.policies.destinations import THREAD
-from bot.policies.policy_file import Match, PolicyFile, Rule, load_policy_file
+from bot.policies.destinations import APPROVERS_DM, THREAD
+from bot.policies.policy_file import Drivers, Match, PolicyFile, Rule, load_policy_file
 from bot.policies.principals import ACTOR, configured_user
 
 
@@ -27,11 +27,16 @@ class Policy:
     """
 
     def __init__(
-        self, rules: Sequence[Rule], fallback: Rule, admins: frozenset[str] = frozenset()
+        self,
+        rules: Sequence[Rule],
+        fallback: Rule,
+        admins: frozenset[str] = frozenset(),
+        drivers: Sequence[Drivers] = (),
     ) -> None:
         self.rules = tuple(rules)
         self.fallback = fallback
         self.admins = admins
+        self.drivers = tuple(drivers)  # who may drive the agent, by room (none: anyone)
 
     @classmethod
     def default(cls, approvers: frozenset[str], admins: frozenset[str]) -> Policy:
@@ -53,7 +58,10 @@ class Policy:
             unfit = default_answer_error(rule)
             if unfit is not None:
                 raise file.error(("rules", index, "on_timeout", "answer"), unfit)
-        return cls(file.rules, default_rule(approvers, admins), admins)
+            undeliverable = delivery_error(rule)
+            if undeliverable is not None:
+                raise file.error(("rules", index, "deliver"), undeliverable)
+        return cls(file.rules, default_rule(approvers, admins), admins, file.drivers)
 
     @classmethod
     def load(
@@ -78,14 +86,30 @@ class Policy:
 
 def not_enforced(rule: Rule) -> str | None:
     """The first field of `rule` set to what this version does not enforce yet (who may
-    answer, `allow_self`, `timeout_seconds`, `required`, `declines_required` and `on_timeout`
-    are; escalation, delivery and drivers are to come)."""
-    unset = {
-        "escalate": not rule.escalate,
-        "deliver": rule.deliver == (THREAD,),
-        "drivers": rule.drivers is None,
-    }
+    answer, `allow_self`, `timeout_seconds`, `required`, `declines_required`, `on_timeout` and
+    `deliver` are; escalation is to come)."""
+    unset = {"escalate": not rule.escalate}
     return next((name for name, default in unset.items() if not default), None)
+
+
+def delivery_error(rule: Rule) -> str | None:
+    """What this version cannot deliver of the rule's `deliver`: the request is always shown
+    in its own conversation (where it was asked; a failure there is what makes it
+    undeliverable), and a Teams user's direct message needs a personal conversation the bot
+    cannot open yet. (Groups get no direct messages: `approvers_dm` is for the users named.)"""
+    if THREAD not in rule.deliver:
+        return "list thread: a request is always shown in the conversation that asked for it"
+    if APPROVERS_DM not in rule.deliver:
+        return None
+    users = [p for p in rule.approvers if p.kind == "user"]
+    if not users:
+        return "approvers_dm, but the approvers name no user (groups get no direct message)"
+    teams = [str(p) for p in users if p.surface == "teams"]
+    if teams:
+        return (f"approvers_dm cannot reach Teams users ({', '.join(teams)}): this version "
+                "cannot open a personal Teams conversation; deliver to teams:<conversation "
+                "id> instead")  # fmt: skip
+    return None
 
 
 def default_answer_error(rule: Rule) -> str | None:

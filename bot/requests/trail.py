@@ -5,6 +5,9 @@ ending) edits the request's message, wherever it was posted (here, by another wo
 a restart: the store keeps where); a request that could not be posted at all is undeliverable.
 The surface only posts, edits and keeps where; the trail decides which, one request's updates
 in the order they happened.
+
+One request may be shown in several rooms (its own, and copies a policy's `deliver` adds, two
+of them possibly on one surface): each room's message is its own, keyed by room.
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ class Messages(Protocol[Room, Ref]):
         ...
 
     async def keep(self, update: RequestUpdate, ref: Ref) -> Ref:
-        """Store where the request was posted (for other workers and restarts); the ref kept."""
+        """Store where the request was posted in `update.room_id` (a copy's apart from the
+        request's own: `update.copy`), for other workers and restarts; the ref kept."""
         ...
 
     async def stored(self, update: RequestUpdate) -> Ref | None:
-        """Where the request was posted, as the store says (another worker, a restart)."""
+        """Where the request was posted in `update.room_id`, as the store says (another
+        worker, a restart)."""
         ...
 
 
@@ -48,8 +53,9 @@ class MessageTrail(Generic[Room, Ref]):
         self.messages = messages
         self.surface = surface
         self._in_order = InOrder()
-        self._preparing: dict[str, Ref] = {}  # tool_call_id -> its "Preparing…" message
-        self._posted: dict[str, Ref] = {}  # request id -> its message
+        # (room id, tool_call_id) -> its "Preparing…" message
+        self._preparing: dict[tuple[str, str], Ref] = {}
+        self._posted: dict[tuple[str, str], Ref] = {}  # (room id, request id) -> its message
 
     async def show(self, update: RequestUpdate, room: Room) -> None:
         """Show `update` in `room`, after the request's earlier updates."""
@@ -59,7 +65,8 @@ class MessageTrail(Generic[Room, Ref]):
         if update.state is RenderState.IN_PROGRESS:
             # Only an announcement: if it cannot be posted, the request itself will try again.
             with contextlib.suppress(UndeliverableError):
-                self._preparing[update.tool_call_id] = await self.messages.post(room, update)
+                preparing = await self.messages.post(room, update)
+                self._preparing[update.room_id, update.tool_call_id] = preparing
             return
         if update.state is RenderState.EXECUTING and update.tally is not None:
             await self._show_tally(update)
@@ -68,16 +75,18 @@ class MessageTrail(Generic[Room, Ref]):
             await self._post_request(update, room)
             return
         if not update.pending_id:  # announced, never asked (refused, or the turn was cut)
-            preparing = self._preparing.pop(update.tool_call_id, None)
-            if preparing is not None:
-                await self.messages.edit(preparing, update)
+            announced = self._preparing.pop((update.room_id, update.tool_call_id), None)
+            if announced is not None:
+                await self.messages.edit(announced, update)
             return
-        ref = self._posted.pop(update.pending_id, None)
+        ref = self._posted.pop((update.room_id, update.pending_id), None)
         undeliverable = update.state is RenderState.UNDELIVERABLE
         if ref is None and not undeliverable:
             ref = await self.messages.stored(update)  # posted elsewhere, or before a restart
         if ref is None:
-            if not undeliverable:  # that one never had a message
+            # An undeliverable request never had a message; a copy that could not be posted
+            # was logged and audited then.
+            if not undeliverable and not update.copy:
                 log.error("no %s message to edit for request %s", self.surface, update.pending_id)
             return
         await self.messages.edit(ref, update)
@@ -86,7 +95,8 @@ class MessageTrail(Generic[Room, Ref]):
         """The votes so far on an open request: its message edited, wherever it was posted
         (a vote may reach any worker). Never a new message: one that was not posted has
         nothing to show them on."""
-        ref = self._posted.get(update.pending_id) or await self.messages.stored(update)
+        ref = self._posted.get((update.room_id, update.pending_id))
+        ref = ref or await self.messages.stored(update)
         if ref is None:
             log.warning("no %s message to show the votes on request %s", self.surface,
                         update.pending_id)  # fmt: skip
@@ -95,13 +105,18 @@ class MessageTrail(Generic[Room, Ref]):
 
     async def _post_request(self, update: RequestUpdate, room: Room) -> None:
         """Turn the "Preparing…" message into the request's, or post it; remember where."""
-        preparing = self._preparing.pop(update.tool_call_id, None) if update.tool_call_id else None
+        key = (update.room_id, update.pending_id)
+        preparing = (
+            self._preparing.pop((update.room_id, update.tool_call_id), None)
+            if update.tool_call_id
+            else None
+        )
         ref = preparing
         if ref is None or not await self.messages.edit(ref, update):
             try:
                 ref = await self.messages.post(room, update)
             except UndeliverableError:
                 if preparing is not None:  # where its ending is shown, if an edit gets through
-                    self._posted[update.pending_id] = preparing
+                    self._posted[key] = preparing
                 raise
-        self._posted[update.pending_id] = await self.messages.keep(update, ref)
+        self._posted[key] = await self.messages.keep(update, ref)

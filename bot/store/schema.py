@@ -358,4 +358,20 @@ class VoteRow(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class MessageCopyRow(Base):
+    """Where a surface posted a copy of a request in a room other than its own (a policy's
+    `deliver`: an approvals channel, an approver's DM, a Teams channel): one per request,
+    surface and room, so every copy is edited when the request changes. The request's own
+    room's message is `requests.message_refs`."""
+
+    __tablename__ = "message_copies"
+
+    request_id: Mapped[str] = mapped_column(
+        ForeignKey("requests.id", ondelete="CASCADE"), primary_key=True
+    )
+    surface: Mapped[str] = mapped_column(String, primary_key=True)
+    room_id: Mapped[str] = mapped_column(String, primary_key=True)
+    ref: Mapped[dict[str, Any]] = mapped_column(JsonType)
+
+
 metadata = Base.metadata

@@ -19,6 +19,7 @@ from bot.store.schema import (
     HealthRow,
     HolderRow,
     InboxRow,
+    MessageCopyRow,
     ProposalRow,
     RequestRow,
     RunRow,
@@ -47,6 +48,7 @@ api_tokens = cast(Table, TokenRow.__table__)
 door_requests = cast(Table, DoorRow.__table__)
 webhook_deliveries = cast(Table, WebhookRow.__table__)
 votes = cast(Table, VoteRow.__table__)
+message_copies = cast(Table, MessageCopyRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

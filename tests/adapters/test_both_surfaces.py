@@ -32,6 +32,7 @@ from adapters.teams.surface import TeamsRoom, TeamsSurface
 from bot import RequestUpdate
 from bot.records import RequestRecord, RequestStatus
 from bot.store import upgrade
+from bot.store.copies import CopyTables
 from tests.adapters.slack import conftest as slack
 from tests.adapters.teams import conftest as teams
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
@@ -114,6 +115,16 @@ class Both:
                     return record
                 await asyncio.sleep(POLL)
 
+    async def copy_ref(self, request_id: str, surface: str, room_id: str) -> JSON:
+        """Where `surface` posted the request's copy in `room_id`, once it has recorded it."""
+        copies = CopyTables(self.server.service.store)
+        async with asyncio.timeout(WAIT):
+            while True:
+                ref = await copies.ref(request_id, surface, room_id)
+                if ref is not None:
+                    return ref
+                await asyncio.sleep(POLL)
+
 
 StartBoth = Callable[..., Awaitable[Both]]
 
@@ -121,7 +132,7 @@ StartBoth = Callable[..., Awaitable[Both]]
 @pytest.fixture
 async def start_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[StartBoth]:
     """`await start_both(HITL_TIMEOUT_SECONDS=0.3, ...)`: the service, Slack and Teams enabled,
-    mirroring Slack threads' requests to the Teams channel."""
+    mirroring Slack threads' requests to the Teams channel (unless `mirrored=False`)."""
     block_kit = slack.block_kit_schemas()  # before HITL_CONFORMANCE_DIR is cleared
     for name in list(os.environ):
         if name.startswith(("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")) or name in SDK_VARIABLES:
@@ -131,7 +142,7 @@ async def start_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIt
         monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(block_kit))
     async with AsyncExitStack() as stack:
 
-        async def start(**overrides: Any) -> Both:
+        async def start(*, mirrored: bool = True, **overrides: Any) -> Both:
             fake_slack = await stack.enter_async_context(
                 FakeSlack(users={SLACK_ALICE: "alice", slack.STRANGER: "mallory"})
             )
@@ -164,7 +175,8 @@ async def start_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIt
                 on_teams=teams.Env(server=server, connector=connector, model=model, http=http),
                 model=model,
             )
-            server.service.bridge.mirror(mirror_to_teams)
+            if mirrored:  # else only a policy's `deliver` shows copies
+                server.service.bridge.mirror(mirror_to_teams)
             both.surface.remember(TEAMS_CHANNEL, connector.service_url)
             return both
 
@@ -248,14 +260,16 @@ async def start_turn(both: Both) -> tuple[slack.Thread, JSON, str, JSON]:
     assert post.conversation_id == TEAMS_CHANNEL
 
     # One request, shown in two rooms: its own (the Slack thread) and the mirrored one. The
-    # surfaces are told concurrently: each records where it posted when it is done.
-    record = await both.recorded(slack_request_id(message), "slack", "teams")
+    # surfaces are told concurrently: each records where it posted when it is done, the copy
+    # by request, surface and room (bot.store.copies).
+    record = await both.recorded(slack_request_id(message), "slack")
     assert record.status is RequestStatus.PENDING
     assert record.actor_id == SLACK_ALICE
     assert parse_slack_room(record.room_id) is not None
     assert record.room_id == f"slack:{slack.CHANNEL}:{thread.ts}"
     assert record.message_refs["slack"] == {"channel": slack.CHANNEL, "ts": message["ts"]}
-    teams_ref = record.message_refs["teams"]
+    assert "teams" not in record.message_refs  # the request's own room is not on Teams
+    teams_ref = await both.copy_ref(record.id, "teams", TEAMS_ROOM)
     assert teams_ref["conversation_id"] == TEAMS_CHANNEL
     assert teams_ref["activity_id"] == activity_id
     assert teams_ref["service_url"] == both.connector.service_url
@@ -357,3 +371,33 @@ async def test_approved_in_teams_by_an_admin_is_updated_in_slack_too(both: Both)
     record = await both.record(request_id)
     assert record.status is RequestStatus.RESOLVED and record.settled_by == TEAMS_ADMIN.aad
     assert both.fake_slack.ephemerals == []
+
+
+async def test_a_rule_delivers_a_copy_to_teams(start_both: StartBoth, tmp_path: Path) -> None:
+    """The same as the mirror above, said by the policy file: `deliver: [thread, teams:…]`."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"""\
+rules:
+  - match: {{tool: requestApproval}}
+    approvers: [actor]
+    deliver: [thread, "teams:{TEAMS_CHANNEL}"]
+""")  # fmt: skip
+    both = await start_both(mirrored=False, HITL_POLICY_FILE=str(policy))
+    both.model.script(reply_tool_use("requestApproval", APPROVAL), reply_text(FINAL))
+    thread = await both.on_slack.mention("please deploy v2")
+    message = await thread.request()
+    request_id = slack_request_id(message)
+    ref = await both.copy_ref(request_id, "teams", TEAMS_ROOM)
+    activity_id = str(ref["activity_id"])
+    (posted,) = both.chat.card_activities()  # the copy only: no "Preparing…" card on Teams
+    assert posted["id"] == activity_id
+    assert "Deploy v2" in teams.text_of(both.chat.card(activity_id))
+
+    await both.on_slack.click(message, "hitl_approve")  # Alice, in Slack
+    await thread.settled(message, f"Answered by <@{SLACK_ALICE}>")
+    card = await teams_settled(both, activity_id, "Answered by")
+    assert card_errors(card) == [] and not executes(card)
+    assert [(c.conversation_id, c.activity_id) for c in both.connector.calls_to("PUT")] == [
+        (TEAMS_CHANNEL, activity_id)
+    ]
+    assert (await thread.reply())["text"] == FINAL

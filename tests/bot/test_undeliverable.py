@@ -128,3 +128,44 @@ async def test_undeliverable_is_one_audited_compare_and_set(sqlite_url: str) -> 
         await handler.drain()
     finally:
         await store.close()
+
+
+async def test_a_copy_that_cannot_be_shown_is_audited_and_the_request_stays(
+    fake: FakeAnthropic, provider: AnthropicAIProvider, start: StartTurn, sqlite_url: str
+) -> None:
+    """The rooms of the copies are asked once per update (an async mirror, say a policy's
+    `deliver` looking rooms up), whichever surfaces listen; each copy is flagged as one; a
+    copy refused is an `undeliverable_copy` audit line, never the request's end."""
+    store = await open_store(sqlite_url)
+    try:
+        chat = RefusingSurface("chat", "chat:", refuses=False)
+        board = RefusingSurface("board", "board:", refuses=True)
+        bridge = Bridge(store=store)
+        human = HumanInputToolHandler(tools=[BUILTIN_TOOLS[ASK]], timeout=DEADLINE)
+        channel = AIChannel("agent", provider=provider, human_input_handler=human)
+        bridge.register_channel(channel)
+        bridge.attach(chat)
+        bridge.attach(board)
+        asked: list[RenderState] = []
+
+        async def copies(update: RequestUpdate) -> list[str]:
+            asked.append(update.state)
+            return ["board:approvals", update.room_id]  # its own room is never a copy
+
+        bridge.mirror(copies)
+        fake.script(reply_tool_use(ASK, QUESTION, id="t1"), reply_text("Thanks."))
+        turn = start(channel.respond("chat:R1", "go", actor_id="U1"))
+        request = await answer_next(human.handler, chat, '{"answer": "eu-west"}')
+        assert await within(turn) == "Thanks."
+        await bridge.close()
+
+        assert asked == [RenderState.IN_PROGRESS, RenderState.EXECUTING, RenderState.COMPLETE]
+        assert [u.copy for u in chat.updates] == [False] * 3
+        assert [(u.room_id, u.copy) for u in board.updates] == [("board:approvals", True)] * 3
+        audit = await store.list_audit(request_id=request.pending_id)
+        (copy,) = [entry for entry in audit if entry.action == "undeliverable_copy"]
+        assert copy.detail == {"room": "board:approvals", "reason": WHY}
+        record = await store.get_request(request.pending_id)
+        assert record is not None and record.status is RequestStatus.RESOLVED
+    finally:
+        await store.close()

@@ -80,24 +80,19 @@ rules:
         "slack:C0APPROVALS",
     ]
     assert rest.approvers == (parse_principal("actor"),)
-    assert (rest.required, rest.allow_self, rest.drivers, rest.timeout_seconds) == (
-        1,
-        True,
-        None,
-        None,
-    )
+    assert (rest.required, rest.allow_self, rest.timeout_seconds) == (1, True, None)
+    assert policy.drivers == ()  # anyone may drive the agent
     assert rest.on_timeout == DECLINE and rest.deliver == (Destination("thread"),)
     assert policy.where("rules", 0, "escalate", 1) == f"{path}:10"
 
 
-def test_an_answer_at_timeout_drivers_and_declines(tmp_path: Path) -> None:
+def test_an_answer_at_timeout_and_declines(tmp_path: Path) -> None:
     path = written(tmp_path, """\
 rules:
   - match: {tool: confirm_restart, arguments: {service: [ledger, payments-api], dry_run: false}}
     approvers: [slack:U0BOB00001, slack:U0ANN00002, slack:U0CAT00003]
     required: 2
     declines_required: 2
-    drivers: slack:S0OPSTEAM
     timeout_seconds: 90.5
     on_timeout: {answer: {confirmed: false, reason: nobody answered}}
     deliver: [thread, "teams:19:abc123@thread.tacv2"]
@@ -105,7 +100,6 @@ rules:
     (rule,) = load_policy_file(path).rules
     assert rule.match.arguments == {"service": ("ledger", "payments-api"), "dry_run": False}
     assert rule.declines_required == 2 and rule.timeout_seconds == 90.5
-    assert rule.drivers == (Principal("slack_group", "slack", "S0OPSTEAM"),)
     assert rule.on_timeout.answer == {"confirmed": False, "reason": "nobody answered"}
     assert not rule.on_timeout.declines
     assert rule.deliver[1] == Destination("teams_conversation", "19:abc123@thread.tacv2")
@@ -227,9 +221,9 @@ def test_escalations_that_cannot_be(tmp_path: Path, escalate: str, message: str)
     [
         ("on_timeout: expire", "rules[0].on_timeout: must be decline or {answer: {...}}"),
         ("on_timeout: {}", "rules[0].on_timeout.answer: a required key is missing"),
-        ("drivers: [actor]", "rules[0].drivers: `actor` is whoever drives the agent: "
-         "name people or groups"),
-        ("drivers: []", "rules[0].drivers: list at least one"),
+        ("drivers: [slack:S0OPSTEAM]", "rules[0].drivers: who may drive the agent is said by "
+         "room, not by rule: move it to the file's top-level `drivers:` ({room: <glob>, "
+         "users: [...]})"),
         ("approvers: []", "rules[0].approvers: list at least one"),
         ("timeout_seconds: 1000000", "rules[0].timeout_seconds: Input should be less than or "
          "equal to 604800"),
@@ -279,3 +273,38 @@ def test_principals_and_destinations_read_back_as_written() -> None:
     assert parse_principal(f"teams:{AAD_USER.upper()}").id == AAD_USER  # as Teams sends it
     for text in ["thread", "approvers_dm", "slack:C0APPROVALS", "teams:19:x@thread.tacv2"]:
         assert str(parse_destination(text)) == text
+
+
+def test_drivers_by_room(tmp_path: Path) -> None:
+    path = written(tmp_path, f"""\
+rules:
+  - match: {{tool: "*"}}
+    approvers: [actor]
+drivers:
+  - room: "slack:C0OPS0001:*"
+    users: [slack:S0OPSTEAM, slack:U0BOB00001, entra:{ENTRA_GROUP}]
+  - {{room: "teams:*", users: teams:{AAD_USER}}}
+""")  # fmt: skip
+    first, teams = load_policy_file(path).drivers
+    assert first.room == "slack:C0OPS0001:*"
+    assert [str(user) for user in first.users] == [
+        "slack:S0OPSTEAM", "slack:U0BOB00001", f"entra:{ENTRA_GROUP}",
+    ]  # fmt: skip
+    assert teams.users == (Principal("user", "teams", AAD_USER),)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{room: 'slack:*', users: [actor]}", "drivers[0].users: `actor` is whoever drives the "
+         "agent: name people or groups"),
+        ("{room: 'slack:*', users: []}", "drivers[0].users: list at least one"),
+        ("{room: '', users: [slack:U0BOB00001]}", "drivers[0].room: String should have at least "
+         "1 character"),
+        ("{users: [slack:U0BOB00001]}", "drivers[0].room: a required key is missing"),
+    ],
+)  # fmt: skip
+def test_drivers_that_cannot_be(tmp_path: Path, entry: str, message: str) -> None:
+    path = written(tmp_path, f"rules:\n  - match: {{tool: '*'}}\n    approvers: [actor]\n"
+                             f"drivers:\n  - {entry}\n")  # fmt: skip
+    assert error_of(path) == f"{path}:5: {message}"

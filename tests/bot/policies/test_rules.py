@@ -75,7 +75,7 @@ def test_without_a_file_today_s_rule_for_every_call() -> None:
     assert [str(approver) for approver in rule.approvers] == ["actor", "U0ADM00009", "U0ANN00002"]
     assert rule.approvers[1] == Principal("user", None, "U0ADM00009")  # any surface, as today
     assert (rule.required, rule.declines_required, rule.allow_self) == (1, 1, True)
-    assert rule.timeout_seconds is None and rule.on_timeout.declines and rule.drivers is None
+    assert rule.timeout_seconds is None and rule.on_timeout.declines and policy.drivers == ()
     assert [str(place) for place in rule.deliver] == ["thread"]
     assert policy.admins == ADMINS
 
@@ -124,8 +124,6 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
     ("field", "written"),
     [
         ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
-        ("deliver", "deliver: [approvers_dm]"),
-        ("drivers", "drivers: [slack:U0BOB0001]"),
     ],
 )
 def test_what_is_not_enforced_yet_is_refused_not_ignored(
@@ -173,3 +171,49 @@ def test_an_on_timeout_answer_that_does_not_fit_the_built_in_tool_is_refused(
     message = str(refused.value)
     assert message.startswith(f"{path}:4: rules[0].on_timeout.answer: not an answer of "
                               "confirmAction: confirmed: Field required")  # fmt: skip
+
+
+def test_deliver_is_enforced_so_a_rule_may_ask_for_copies(tmp_path: Path) -> None:
+    policy = policy_of(tmp_path, """\
+rules:
+  - match: {tool: deploy}
+    approvers: [slack:U0BOB00001, slack:S0OPSTEAM]
+    deliver: [thread, approvers_dm, slack:C0APPROVALS, "teams:19:ops@thread.tacv2"]
+""")  # fmt: skip
+    rule = policy.rule_for("deploy", {})
+    assert [str(place) for place in rule.deliver] == [
+        "thread", "approvers_dm", "slack:C0APPROVALS", "teams:19:ops@thread.tacv2",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("approvers: [slack:U0BOB00001]\n    deliver: [slack:C0APPROVALS]",
+         "list thread: a request is always shown in the conversation that asked for it"),
+        ("approvers: [slack:U0BOB00001, teams:7a1c3e5f-0b2d-4f6a-8c9e-1d3f5b7a9c0e]\n"
+         "    deliver: [thread, approvers_dm]",
+         "approvers_dm cannot reach Teams users (teams:7a1c3e5f-0b2d-4f6a-8c9e-1d3f5b7a9c0e): "
+         "this version cannot open a personal Teams conversation; deliver to "
+         "teams:<conversation id> instead"),
+        ("approvers: [actor, slack:S0OPSTEAM]\n    deliver: [thread, approvers_dm]",
+         "approvers_dm, but the approvers name no user (groups get no direct message)"),
+    ],
+)  # fmt: skip
+def test_deliveries_this_version_cannot_make_are_refused(
+    tmp_path: Path, lines: str, message: str
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(f"rules:\n  - match: {{tool: deploy}}\n    {lines}\n")
+    with pytest.raises(ConfigurationError) as refused:
+        Policy.load(path, APPROVERS, ADMINS)
+    assert str(refused.value) == f"{path}:4: rules[0].deliver: {message}"
+
+
+def test_drivers_are_the_policy_s(tmp_path: Path) -> None:
+    policy = policy_of(
+        tmp_path, RULES + 'drivers:\n  - {room: "slack:C0OPS*", users: slack:S0OPSTEAM}\n'
+    )
+    (drivers,) = policy.drivers
+    assert drivers.room == "slack:C0OPS*"
+    assert Policy.default(APPROVERS, ADMINS).drivers == ()

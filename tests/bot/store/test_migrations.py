@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token, Vote
 from bot.store import downgrade, head_revision, open_store, upgrade
+from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
 from bot.store.engine import create_engine
 from bot.store.schema import JsonType, UTCDateTime, metadata
@@ -32,14 +33,16 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
     "health", "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries",
-    "votes",
+    "votes", "message_copies",
 }  # fmt: skip
 HOLD_TABLES = {"holders", "proposals"}
 GATE_TABLES = {"gate_runs", "grants"}  # 0007
 DOOR_TABLES = {"api_tokens", "door_requests"}  # 0008
 WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
 VOTE_TABLES = {"votes"}  # 0010
-LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES}  # after 0003
+COPY_TABLES = {"message_copies"}  # 0014
+LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES,
+         *COPY_TABLES}  # after 0003  # fmt: skip
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
@@ -217,7 +220,7 @@ async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -
     assert [tuple(row) for row in rows] == [("k2",)]  # SQL NULL, not JSON null
 
     await downgrade(database.url, "0005", schema=database.schema)
-    later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES | VOTE_TABLES
+    later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
     assert await table_names(engine) == {*TABLES - later, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     assert await row_count(engine, "inbox") == 0
@@ -302,7 +305,8 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
     finally:
         await store.close()
     await downgrade(database.url, "0008", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - WEBHOOK_TABLES - VOTE_TABLES, "alembic_version"}
+    gone = WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
+    assert await table_names(engine) == {*TABLES - gone, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
@@ -328,7 +332,32 @@ async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -
     finally:
         await store.close()
     await downgrade(database.url, "0009", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - VOTE_TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - VOTE_TABLES - COPY_TABLES, "alembic_version"}
+    assert await row_count(engine, "requests") == 1
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0014_message_copies_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0014 keeps where each copy of a request was posted, by request, surface and room; its
+    downgrade takes them away and keeps the requests."""
+    await upgrade(database.url, "0010", schema=database.schema)
+    assert not COPY_TABLES & await table_names(engine)
+    await add_request(engine, "r1")
+    await upgrade(database.url, "0014", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        copies = CopyTables(store)
+        await copies.keep(
+            "r1", "slack", "slack:C0APPROVALS:", {"channel": "C0APPROVALS", "ts": "1"}
+        )
+        await copies.keep("r1", "slack", "slack:D0BOB:", {"channel": "D0BOB", "ts": "2"})
+        assert await copies.ref("r1", "slack", "slack:D0BOB:") == {"channel": "D0BOB", "ts": "2"}
+    finally:
+        await store.close()
+    await downgrade(database.url, "0010", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - COPY_TABLES, "alembic_version"}
     assert await row_count(engine, "requests") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:

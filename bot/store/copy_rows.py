@@ -1,0 +1,42 @@
+"""The `message_copies` table: the SQL of bot/store/copies.py (where each copy of a request,
+in a room other than its own, was posted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Executable, bindparam, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from bot.store.tables import message_copies
+
+REF = select(message_copies.c.ref).where(
+    message_copies.c.request_id == bindparam("request_id"),
+    message_copies.c.surface == bindparam("surface"),
+    message_copies.c.room_id == bindparam("room_id"),
+)
+
+
+def _upsert(conn: Connection) -> Executable:
+    """INSERT … ON CONFLICT (request_id, surface, room_id) DO UPDATE in the connection's
+    dialect: a copy posted again (its first post's ref lost) replaces the old reference."""
+    dialect_insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    statement = dialect_insert(message_copies)
+    keys = [message_copies.c.request_id, message_copies.c.surface, message_copies.c.room_id]
+    upsert: Executable = statement.on_conflict_do_update(
+        index_elements=keys, set_={"ref": statement.excluded.ref}
+    )
+    return upsert
+
+
+def keep(
+    conn: Connection, request_id: str, surface: str, room_id: str, ref: dict[str, Any]
+) -> None:
+    values = {"request_id": request_id, "surface": surface, "room_id": room_id, "ref": ref}
+    conn.execute(_upsert(conn), values)
+
+
+def ref_of(conn: Connection, request_id: str, surface: str, room_id: str) -> dict[str, Any] | None:
+    values = {"request_id": request_id, "surface": surface, "room_id": room_id}
+    ref = conn.execute(REF, values).scalar()
+    return dict(ref) if ref is not None else None
