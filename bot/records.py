@@ -86,6 +86,10 @@ class PendingInput:
     # What came of the answer, in one line, once it is known: a gated tool's run after its
     # approval ("ok", or its error; bot/tools/gates.py). Shown under the settled request.
     run_outcome: str | None = None
+    # How many of its policy rule's escalation steps have fired, and when the next is due
+    # (bot/escalations.py): columns, so every worker and a restart see where it stands.
+    escalation_step: int = 0
+    next_escalation_at: datetime | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
     # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves

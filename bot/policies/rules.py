@@ -78,10 +78,9 @@ class Policy:
 
 def not_enforced(rule: Rule) -> str | None:
     """The first field of `rule` set to what this version does not enforce yet (who may
-    answer, `allow_self`, `timeout_seconds`, `required`, `declines_required` and `on_timeout`
-    are; escalation, delivery and drivers are to come)."""
+    answer, `allow_self`, `timeout_seconds`, `required`, `declines_required`, `on_timeout`
+    and `escalate` are; delivery and drivers are to come)."""
     unset = {
-        "escalate": not rule.escalate,
         "deliver": rule.deliver == (THREAD,),
         "drivers": rule.drivers is None,
     }

@@ -123,7 +123,6 @@ def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("field", "written"),
     [
-        ("escalate", "escalate: [{after_seconds: 10, remind: true}]"),
         ("deliver", "deliver: [approvers_dm]"),
         ("drivers", "drivers: [slack:U0BOB0001]"),
     ],
