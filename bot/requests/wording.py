@@ -155,8 +155,9 @@ def status_line(
         until = Phrase("")
         if expires_at:
             until = Phrase(" Expires {expires}.", moments={"expires": expires_at})
-        if approvers is not None:
-            return joined(approvers, until, "")
+        if approvers is not None:  # `Asked by @alice. Approvers: @bob, @ops-team.`
+            asked = Phrase("Asked by {actor}. ", {"actor": actor_id}) if actor_id else Phrase("")
+            return joined(joined(asked, approvers, ""), until, "")
         who = "{actor}, this is for you." if actor_id else "Anyone here can answer."
         return joined(Phrase(who, {"actor": actor_id} if actor_id else {}), until, "")
     if state is RenderState.COMPLETE:
