@@ -112,6 +112,22 @@ def test_votes_are_enforced_so_a_rule_may_ask_for_them(tmp_path: Path) -> None:
     assert (rule.required, rule.declines_required) == (2, 2)
 
 
+def test_escalations_are_enforced_so_a_rule_may_ask_for_them(tmp_path: Path) -> None:
+    rule = policy_of(
+        tmp_path,
+        """\
+rules:
+  - match: {tool: deploy}
+    approvers: [slack:S0OPSTEAM]
+    timeout_seconds: 3600
+    escalate:
+      - {after_seconds: 900, remind: true}
+      - {after_seconds: 1800, approvers: [slack:S0SRELEADS]}
+""",
+    ).rule_for("deploy", {})
+    assert [step.after_seconds for step in rule.escalate] == [900, 1800]
+
+
 def test_load_without_a_file_and_with_a_wrong_one(tmp_path: Path) -> None:
     assert Policy.load(None, APPROVERS, ADMINS).rules == ()
     path = tmp_path / "policy.yaml"
