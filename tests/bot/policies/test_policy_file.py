@@ -225,7 +225,8 @@ def test_escalations_that_cannot_be(tmp_path: Path, escalate: str, message: str)
 def test_an_escalation_to_the_actor_under_four_eyes(tmp_path: Path) -> None:
     path = a_rule(
         tmp_path, "approvers: [slack:S0OPSTEAM]", "allow_self: false",
-        "escalate:", "  - {after_seconds: 60, remind: true}", "  - {after_seconds: 90, approvers: [actor]}",
+        "escalate:", "  - {after_seconds: 60, remind: true}",
+        "  - {after_seconds: 90, approvers: [actor]}",
     )  # fmt: skip
     assert error_of(path) == (
         f"{path}:5: rules[0].escalate: an escalation adds `actor`, but allow_self is false: "
