@@ -10,9 +10,9 @@ from pathlib import Path
 from bot.escalations import ESCALATED, REMINDED
 from tests.adapters.teams.conftest import (
     ALICE,
+    JSON,
     WAIT,
     Chat,
-    JSON,
     StartEnv,
     User,
     is_live,
