@@ -92,6 +92,7 @@ def test_the_example_policy(tmp_path: Path) -> None:
         "deploy", {"service": "ledger", "version": "v2", "env": "production"}
     )
     assert not production.allow_self and str(production.approvers[0]) == "slack:S0OPSTEAM"
+    assert [step.after_seconds for step in production.escalate] == [900, 1800]  # enforced
     assert policy.rule_for("deploy", {"env": "staging"}).approvers[0] == Principal("actor")
     assert len(policy.rule_for("rollback", {"service": "ledger"}).approvers) == 2
     anything = policy.rule_for("status", {"service": "ledger"})
