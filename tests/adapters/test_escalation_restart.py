@@ -1,7 +1,8 @@
 """An escalation survives a restart: real `hitl-bridge serve` processes (tests/adapters/workers.py)
-on one SQLite database. The first step fires on the first worker, which is then stopped; a new
-worker on the same database fires the second step once (at its time, or at start if it fell
-due meanwhile) and never the first again; the approver it added answers there."""
+on one SQLite database. The first step fires on the first worker, which is then stopped (Slack)
+or killed (Teams); a new worker on the same database fires the second step once (at its time,
+or at start if it fell due meanwhile) and never the first again; the approver it added answers
+there."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pytest
 
 from bot.escalations import ESCALATED, REMINDED
 from bot.records import AuditEntry
-from tests.adapters.workers import CHANNEL, Cluster, Thread, cluster, eventually
+from tests.adapters.teams import conftest as teams
+from tests.adapters.test_durability import TEAMS, TeamsChat
+from tests.adapters.workers import CHANNEL, WAIT, Cluster, Thread, cluster, eventually
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 from tests.fakes.slack_api import BOT_USER_ID
 
@@ -31,6 +34,12 @@ rules:
       - {{after_seconds: 0.5, remind: true}}
       - {{after_seconds: 8, approvers: [slack:{CAROL}]}}
 """
+
+
+@pytest.fixture
+def teams_cards_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FakeBotConnector checks every card against the Adaptive Card 1.5 schema."""
+    monkeypatch.setenv("HITL_TEAMS_SCHEMA_DIR", str(teams.SCHEMAS))
 
 
 @pytest.fixture
@@ -92,3 +101,51 @@ async def test_a_restart_between_two_steps_fires_each_once(sqlite: Cluster, tmp_
     assert len(pings(thread)) == 2
     bot_posts = [m for m in c.slack.thread(CHANNEL, thread.ts) if m.get("user") == BOT_USER_ID]
     assert len(bot_posts) == 4  # the request, two pings, the final words
+
+
+TEAMS_BOB = teams.User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
+TEAMS_CAROL = teams.User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
+
+
+@pytest.mark.usefixtures("teams_cards_checked")
+async def test_teams_a_kill_between_two_steps_fires_each_once(
+    sqlite: Cluster, tmp_path: Path
+) -> None:
+    """Teams' side, the first worker killed (nothing of it runs after): the second worker
+    fires the second step once, updating the card from the stored reference and saying it
+    in the conversation, and the approver it added answers there."""
+    c = sqlite
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY.replace(f"slack:{BOB}", f"teams:{TEAMS_BOB.aad}")
+                      .replace(f"slack:{CAROL}", f"teams:{TEAMS_CAROL.aad}"))  # fmt: skip
+    c.model.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_e2"), reply_text(FINAL))
+    first = await c.start_worker("one", HITL_POLICY_FILE=str(policy), **TEAMS)
+    chat = TeamsChat(c)
+    await chat.say(first, "deploy v2")
+    activity_id, request_id = await chat.posted()
+    await steps_audited(c, request_id, 1)
+    await chat.reply(f"Reminder: {TEAMS_BOB.aad}: this request has waited 0.5 s for an answer.")
+    await c.kill(first)
+
+    second = await c.start_worker("two", HITL_POLICY_FILE=str(policy), **TEAMS)
+    lines = await steps_audited(c, request_id, 2)
+    assert [(e.action, e.detail["step"]) for e in lines] == [(REMINDED, 0), (ESCALATED, 1)]
+    added = f"Escalated after 8 s: {TEAMS_CAROL.aad} may now answer this request."
+    await chat.reply(added)
+
+    def escalated() -> bool:
+        card = chat.cards(activity_id)[-1]
+        return bool(card.get("refresh")) and f"Escalated after 8 s to {TEAMS_CAROL.aad}" in (
+            json.dumps(card))  # fmt: skip
+
+    await c.connector.wait_for(escalated, WAIT)
+    url = c.connector.service_url
+    approve = teams.invoke_activity(url, "hitl_approve", request_id, user=TEAMS_CAROL)
+    reply = await c.post_activity(second, approve)
+    assert "Answered by Carol Chen" in json.dumps(reply["value"])
+    await chat.settled(activity_id, "Answered by")
+    await chat.reply(FINAL)
+    assert len(await steps_audited(c, request_id, 2)) == 2  # the first step never again
+    assert chat.texts() == [
+        f"Reminder: {TEAMS_BOB.aad}: this request has waited 0.5 s for an answer.", added, FINAL,
+    ]  # fmt: skip
