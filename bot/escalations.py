@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from bot.policies.ladder import Fired, fired_step, step_at
-from bot.records import AuditEntry, RequestRecord
+from bot.records import AuditEntry, EscalationState, RequestRecord
 from bot.requests.router import Router
 from bot.timers import DeadlineScheduler, utc_now
 
@@ -91,7 +91,7 @@ class Escalations:
             if not await self.rows.advance(record.id, (step, step + 1), after, entry):
                 return  # fired elsewhere, or the request ended
             step += 1
-            record = dataclasses.replace(record, escalation_step=step, next_escalation_at=after)
+            record = dataclasses.replace(record, escalation=EscalationState(step, after))
             await self._tell(record, fired)
         if not _same(due, record.next_escalation_at):  # the policy file changed since
             await self.rows.advance(record.id, (step, step), due)

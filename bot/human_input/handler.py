@@ -19,7 +19,7 @@ from bot.human_input.observing import Observing
 from bot.human_input.scopes import Scopes
 from bot.human_input.settling import Settling
 from bot.human_input.waiting import Waiting
-from bot.records import PendingInput, RequestStatus, RequestStore
+from bot.records import EscalationState, PendingInput, RequestStatus, RequestStore
 from bot.tool_context import current_tool_actor_id
 
 if TYPE_CHECKING:
@@ -100,9 +100,8 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         told after its earlier updates; any worker may tell it (its surfaces edit the stored
         message). The copy held here learns how far the escalation went."""
         held = self._active.get(record.id)
-        if held is not None:
-            held.escalation_step = max(held.escalation_step, record.escalation_step)
-            held.next_escalation_at = record.next_escalation_at
+        if held is not None and record.escalation_step > held.escalation_step:
+            held.escalation = record.escalation
         shown = held if held is not None else record
         if shown.status is RequestStatus.PENDING and record.status is RequestStatus.PENDING:
             self._notify_observers(shown, tally, audience)
@@ -191,7 +190,7 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         )
         first = self.escalation_start(tool_name, arguments) if self.escalation_start else None
         if first is not None and first < lifetime:  # a step at or after the deadline: never
-            request.next_escalation_at = now + timedelta(seconds=first)
+            request.escalation = EscalationState(0, now + timedelta(seconds=first))
         if self.store is not None:
             await self._ensure_alive()
             await self.store.create_request(request, holder=self.worker_id)

@@ -19,7 +19,7 @@ from bot.escalations import ESCALATED, REMINDED, Escalations
 from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.policies import Policy, load_policy_file
 from bot.policies.deciders import Deciders
-from bot.records import AuditEntry, PendingInput, RequestStatus, Settlement
+from bot.records import AuditEntry, EscalationState, PendingInput, RequestStatus, Settlement
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
 from bot.store.escalations import EscalationTables
@@ -42,7 +42,7 @@ def due_record(
     request_id: str, next_at: datetime, expires_at: datetime | None = None
 ) -> PendingInput:
     record = PendingInput(request_id, "requestApproval", dict(APPROVAL), expires_at=expires_at)
-    record.next_escalation_at = next_at
+    record.escalation = EscalationState(0, next_at)
     return record
 
 
@@ -210,7 +210,7 @@ async def test_a_step_due_while_no_worker_ran_fires_at_start_once(
         assert record is not None and (record.escalation_step, record.next_escalation_at) == (
             1, None,
         )  # fmt: skip
-        stale = dataclasses.replace(record, escalation_step=0)  # a sweep that read it before
+        stale = dataclasses.replace(record, escalation=EscalationState(0, record.created_at))
         await worker.escalations.fire(stale)
         assert len(await escalation_lines(worker.store, "r1", 1)) == 1
         told = [u for u in worker.heard if u.audience is not None and u.audience.fired]
