@@ -23,7 +23,6 @@ from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token,
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.doors import DoorTables
 from bot.store.engine import create_engine
-from bot.store.escalations import EscalationTables
 from bot.store.schema import JsonType, UTCDateTime, metadata
 from bot.store.votes import VoteTables
 from bot.store.webhooks import Delivery, WebhookTables
@@ -42,7 +41,6 @@ WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
 VOTE_TABLES = {"votes"}  # 0010
 LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES}  # after 0003
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
-ESCALATION_COLUMNS = {"escalation_step", "next_escalation_at"}  # 0012
 
 
 @pytest.fixture
@@ -333,36 +331,6 @@ async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -
     await downgrade(database.url, "0009", schema=database.schema)
     assert await table_names(engine) == {*TABLES - VOTE_TABLES, "alembic_version"}
     assert await row_count(engine, "requests") == 1
-    await upgrade(database.url, schema=database.schema)
-    async with engine.connect() as conn:
-        assert await conn.run_sync(schema_differences) == []
-
-
-async def test_0012_escalation_up_and_down(database: Database, engine: AsyncEngine) -> None:
-    """0012 adds how far a request's escalation went and when its next step is due; its
-    downgrade takes exactly them away, keeping the requests and their votes."""
-    await upgrade(database.url, "0010", schema=database.schema)
-    assert not ESCALATION_COLUMNS & await request_columns(engine)
-    await add_request(engine, "r1")
-    await upgrade(database.url, "0012", schema=database.schema)
-    assert await request_columns(engine) >= ESCALATION_COLUMNS
-    store = await open_store(database.url, migrate=False, schema=database.schema)
-    try:
-        record = await store.get_request("r1")  # written before: no step fired, none due
-        assert record is not None
-        assert (record.escalation_step, record.next_escalation_at) == (0, None)
-        tables = EscalationTables(store)
-        soon = datetime.now(UTC) + timedelta(minutes=5)
-        assert await tables.advance("r1", (0, 1), soon)
-        assert not await tables.advance("r1", (0, 1), soon)  # fired already
-        assert await tables.next_deadline() == soon
-        assert await VoteTables(store).cast(Vote("r1", "bob", True, "d1", datetime.now(UTC)))
-    finally:
-        await store.close()
-    await downgrade(database.url, "0010", schema=database.schema)
-    assert not ESCALATION_COLUMNS & await request_columns(engine)
-    assert await row_count(engine, "requests") == 1
-    assert await row_count(engine, "votes") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
