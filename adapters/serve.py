@@ -24,11 +24,13 @@ from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
+from bot.escalations import Escalations
 from bot.human_tools import BUILTIN_TOOLS
 from bot.policies.delivery import Delivery
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
 from bot.store.copies import CopyTables
+from bot.store.escalations import EscalationTables
 from bot.store.votes import VoteTables
 from bot.tools.gates import approval_gate
 from bot.tools.grants import Grants
@@ -91,6 +93,7 @@ class Service:
     agent: Agent | None = None  # its tools (MCP servers) stop with the service
     doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
     admin: AdminConsole | None = None  # the admin console under /admin (adapters/admin)
+    escalations: Escalations | None = None  # the policy's escalation steps (bot/escalations.py)
 
 
 async def build_service(settings: Settings) -> Service:
@@ -128,6 +131,11 @@ async def build_service(settings: Settings) -> Service:
         tools=tools, deciders=deciders, votes=VoteTables(store),
     )  # fmt: skip
     copies = CopyTables(store)
+    # A rule's `escalate` steps: due times kept in the requests' rows, fired once by any worker.
+    escalations = Escalations(EscalationTables(store), router)
+    human.handler.escalation_start = deciders.escalation_start
+    human.handler.audience_of = deciders.audience  # who may answer, in every message
+    human.handler.on_escalation_armed = escalations.poke
     slack = None
     if slack_secrets is not None:
         token, secret = slack_secrets
@@ -141,7 +149,8 @@ async def build_service(settings: Settings) -> Service:
             grants=grants,
             copies=copies,
         )
-    service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent)
+    service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
+                      escalations=escalations)  # fmt: skip
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
     service.admin = open_console(settings, store)
     if teams is not None:
@@ -197,7 +206,9 @@ class Server:
                     await slack.start()
             if teams is not None:
                 await teams.start()
-            await service.bridge.start()
+            await service.bridge.start()  # first: what expired while down is not escalated
+            if service.escalations is not None:
+                await service.escalations.start()
             if service.doors is not None:
                 await service.doors.start()
             server.socket_mode = await _start_socket_mode(settings, service)
@@ -270,6 +281,8 @@ async def _close(service: Service) -> None:
     if service.teams is not None:
         with contextlib.suppress(Exception):
             await service.teams.close()
+    if service.escalations is not None:
+        await service.escalations.stop()
     await service.bridge.close()
     # After the bridge: its last edits and card updates still use these clients.
     if service.slack is not None:

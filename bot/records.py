@@ -59,6 +59,14 @@ HELD = 2  # its row is held by this worker: this worker decides its settle (bot.
 FOREIGN = 4  # its row is held by another live worker, or not yet known to be ours
 
 
+@dataclass(frozen=True, slots=True)
+class EscalationState:
+    """How far a request's escalation went: steps fired, and when the next is due."""
+
+    fired: int = 0
+    next_at: datetime | None = None
+
+
 @dataclass(slots=True)
 class PendingInput:
     """One request for human input: the seed's `PendingInput`, and the store's row.
@@ -86,6 +94,9 @@ class PendingInput:
     # What came of the answer, in one line, once it is known: a gated tool's run after its
     # approval ("ok", or its error; bot/tools/gates.py). Shown under the settled request.
     run_outcome: str | None = None
+    # How far its policy rule's escalation went (bot/escalations.py): columns, so every worker
+    # and a restart see it. None until it has a step (one slot: most requests have none).
+    escalation: EscalationState | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
     # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves
@@ -104,6 +115,16 @@ class PendingInput:
     @pending_id.setter
     def pending_id(self, value: str) -> None:
         self.id = value
+
+    @property
+    def escalation_step(self) -> int:
+        """How many of its rule's escalation steps have fired."""
+        return self.escalation.fired if self.escalation is not None else 0
+
+    @property
+    def next_escalation_at(self) -> datetime | None:
+        """When its next escalation step is due (None: there is none)."""
+        return self.escalation.next_at if self.escalation is not None else None
 
     @property
     def lifetime_seconds(self) -> float | None:

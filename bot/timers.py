@@ -12,13 +12,27 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Protocol
 
 from bot.failures import RepeatedFailures
-from bot.records import RequestRecord, RequestStore, StoreUnavailableError
+from bot.records import RequestRecord, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 
 OnDue = Callable[[RequestRecord], Awaitable[None]]
+
+
+class Deadlines(Protocol):
+    """Where deadlines are kept: requests' `expires_at` (the `RequestStore`), or the next
+    steps of their escalations (bot/escalations.py)."""
+
+    async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
+        """Pending requests whose deadline is at or before `now`, earliest first."""
+        ...
+
+    async def next_deadline(self) -> datetime | None:
+        """The earliest deadline among pending requests."""
+        ...
 
 
 def utc_now() -> datetime:
@@ -39,13 +53,14 @@ class DeadlineScheduler:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: Deadlines,
         on_due: OnDue,
         *,
         now: Callable[[], datetime] = utc_now,
         recheck_interval: float = 60.0,
         retry_delay: float = 1.0,
         batch_size: int = 500,
+        name: str = "deadline",
     ) -> None:
         self._store = store
         self._on_due = on_due
@@ -53,6 +68,7 @@ class DeadlineScheduler:
         self._recheck_interval = recheck_interval
         self._retry_delay = retry_delay
         self._batch_size = batch_size
+        self._name = name  # what it sweeps, in its task's name and its log lines
         self._wake = asyncio.Event()
         # The deadline the loop sleeps towards; None while it sleeps until poked or is between
         # sleeps (then every poke must wake it, as the deadline it is about to read may be stale).
@@ -73,7 +89,7 @@ class DeadlineScheduler:
         if self.running:
             return
         await self.sweep()
-        self._task = asyncio.create_task(self._run(), name="hitl-deadline-scheduler")
+        self._task = asyncio.create_task(self._run(), name=f"hitl-{self._name}-scheduler")
 
     async def stop(self) -> None:
         """Cancel the loop and wait for it; an `on_due` in progress is cancelled too."""
@@ -109,13 +125,14 @@ class DeadlineScheduler:
             try:
                 await self._sleep(await self._delay())
                 await self.sweep()
-                self._failures.recovered("the deadline sweep")
+                self._failures.recovered(f"the {self._name} sweep")
             except StoreUnavailableError as err:
-                self._failures.failed("the deadline sweep", err)
+                self._failures.failed(f"the {self._name} sweep", err)
                 self._sleeping_until = None
                 await asyncio.sleep(self._retry_delay)
             except Exception:
-                logger.exception("deadline sweep failed; retrying in %.1f s", self._retry_delay)
+                logger.exception("%s sweep failed; retrying in %.1f s", self._name,
+                                 self._retry_delay)  # fmt: skip
                 self._sleeping_until = None
                 await asyncio.sleep(self._retry_delay)
 
@@ -143,6 +160,6 @@ class DeadlineScheduler:
         try:
             await self._on_due(record)
         except StoreUnavailableError as err:
-            self._failures.failed("expiring a due request", err)
+            self._failures.failed(f"handling a due {self._name}", err)
         except Exception:
             logger.exception("on_due failed for request %s", record.id)

@@ -116,7 +116,7 @@ class ConsoleSurface:
         return build_view(update, self.router.tools.get(update.tool_name))
 
     async def observe(self, update: RequestUpdate) -> None:
-        if update.state is RenderState.EXECUTING and update.tally is None:  # asked once
+        if update.state is RenderState.EXECUTING and not update.shown_again:  # asked once
             self._queue.put_nowait(update)
             if self._worker is None:
                 self._worker = asyncio.create_task(self._ask_in_turn())

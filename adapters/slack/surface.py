@@ -19,12 +19,13 @@ from adapters.slack.calls import SlackCallError, call_slack, call_slack_or_fail
 from adapters.slack.messages import SlackMessage, render_message
 from adapters.slack.rooms import PREFIX, SlackRoom, parse_room
 from adapters.slack.scheme import SURFACE
-from adapters.slack.text import MESSAGE_TEXT, escape, truncate
+from adapters.slack.text import MESSAGE_TEXT, SLACK, escape, truncate
 from bot import HumanTool, RequestUpdate, UndeliverableError
 from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.records import RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.trail import MessageTrail
+from bot.requests.wording import Phrase
 from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,16 @@ class SlackSurface:
             record = await posted_record(self.store, update.pending_id, SURFACE)
             ref = record.message_refs.get(SURFACE) if record is not None else None
         return {"channel": str(ref["channel"]), "ts": str(ref["ts"])} if ref else None
+
+    async def ping(self, room: SlackRoom, update: RequestUpdate, said: Phrase) -> None:
+        """A reply in the request's thread naming people (mentions notify them)."""
+        text = truncate(said.render(SLACK), MESSAGE_TEXT)
+        await call_slack(
+            lambda: self.client.chat_postMessage(
+                channel=room.channel, thread_ts=room.thread_ts or None, text=text
+            ),
+            "chat.postMessage",
+        )
 
     async def _post_or_fail(self, room: SlackRoom, message: SlackMessage) -> str:
         response = await call_slack_or_fail(

@@ -107,9 +107,16 @@ def fit(text: str, limit: int) -> str:
 _SLACK_USER = re.compile(r"^[UWB][A-Z0-9]{2,}$")
 
 
+_SLACK_GROUP = re.compile(r"^slack:(S[A-Z0-9]{2,})$")
+
+
 def mention(user_id: str) -> str:
-    """`<@U…>` for a Slack user; an id from another surface (Teams, console) as plain text."""
-    return f"<@{user_id}>" if _SLACK_USER.match(user_id) else fit(user_id, 100)
+    """`<@U…>` for a Slack user, `<!subteam^S…>` for a user group a policy names
+    (`slack:S…`); an id from another surface (Teams, console) as plain text."""
+    if _SLACK_USER.match(user_id):
+        return f"<@{user_id}>"
+    group = _SLACK_GROUP.match(user_id)
+    return f"<!subteam^{group.group(1)}>" if group else fit(user_id, 100)
 
 
 def slack_date(when: datetime) -> str:

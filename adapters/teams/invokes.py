@@ -119,7 +119,7 @@ class Invokes:
         if isinstance(outcome, Settled):
             return self._card(outcome.record, RequestUpdate.of(outcome.record), user, live=False)
         if isinstance(outcome, Voted):
-            update = RequestUpdate.of(outcome.record, tally=outcome.tally)
+            update = await self.router.update(outcome.record, outcome.tally)
             return self._card(outcome.record, update, user, live=False)
         if outcome.record is None:  # unknown by now
             return message_response(outcome.notice.plain)

@@ -21,7 +21,7 @@ from typing import Any
 from adapters.teams.cards import SURFACE, Drawing, render_card
 from adapters.teams.connector import Connector, ConnectorError, card_activity, text_activity
 from adapters.teams.inputs import Filled
-from adapters.teams.text import MAX_REFRESH_USERS, TeamsFormatter
+from adapters.teams.text import MAX_REFRESH_USERS, PlainTextFormatter, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.records import RequestRecord, RequestStore
@@ -286,6 +286,10 @@ class TeamsSurface:
         if ref is not None:  # after a restart, the stored card is how we reach its conversation
             self.remember(ref.conversation_id, ref.service_url)
         return ref
+
+    async def ping(self, room: TeamsRoom, update: RequestUpdate, said: Phrase) -> None:
+        """A message in the conversation naming people (by name where we know them)."""
+        await self.post_text(room, said.render(PlainTextFormatter(self.people.name)))
 
     async def _post_or_fail(self, room: TeamsRoom, card: Mapping[str, Any]) -> CardRef:
         service_url = self.service_url(room)

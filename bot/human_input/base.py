@@ -15,12 +15,16 @@ from collections.abc import Awaitable, Callable
 from contextvars import Context, ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.failures import RepeatedFailures
 from bot.human_input.snapshots import AnswerValidator, Notifier, Observer, RequestUpdate
 from bot.records import PendingInput, RequestStatus, RequestStore, Settlement
 from bot.runs import worker_name
+
+if TYPE_CHECKING:
+    from bot.policies.ladder import Audience
+    from bot.policies.tally import Tally
 
 DENIED_BY_HOOK = "Denied by ON_USER_INPUT_REQUIRED hook"
 NOTIFIER_BUDGET_SECONDS = 30.0
@@ -83,6 +87,12 @@ class HandlerState(ABC):
         # A policy's answer at the deadline for a call (tool name, arguments), as JSON: the
         # policy file's `on_timeout: {answer: ...}`; None: the request expires unanswered.
         self.expiry_answer: Callable[[str, dict[str, Any]], str | None] | None = None
+        # A policy's escalation: when the first step of a call's rule is due (seconds after
+        # creation; None: it has none), and who may answer a request and how far its
+        # escalation went, as its message shows them (bot/policies/ladder.py).
+        self.escalation_start: Callable[[str, dict[str, Any]], float | None] | None = None
+        self.audience_of: Callable[[PendingInput], Audience | None] | None = None
+        self.on_escalation_armed: Callable[[datetime], None] | None = None
         # Set while the worker shuts down: a wait cut then leaves its request pending, for the
         # worker that resumes the run (DESIGN.md §3), instead of withdrawing it.
         self.suspended = False
@@ -179,7 +189,9 @@ class HandlerState(ABC):
     ) -> bool: ...  # settling.py
 
     @abstractmethod
-    def _notify_observers(self, request: PendingInput) -> None: ...  # observing.py
+    def _notify_observers(
+        self, request: PendingInput, tally: Tally | None = None, audience: Audience | None = None
+    ) -> None: ...  # observing.py
 
     @abstractmethod
     def _tell_observers(self, update: RequestUpdate) -> None: ...  # observing.py

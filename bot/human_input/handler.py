@@ -19,10 +19,11 @@ from bot.human_input.observing import Observing
 from bot.human_input.scopes import Scopes
 from bot.human_input.settling import Settling
 from bot.human_input.waiting import Waiting
-from bot.records import PendingInput, RequestStatus, RequestStore
+from bot.records import EscalationState, PendingInput, RequestStatus, RequestStore
 from bot.tool_context import current_tool_actor_id
 
 if TYPE_CHECKING:
+    from bot.policies.ladder import Audience
     from bot.policies.tally import Tally
 
 
@@ -90,6 +91,20 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         request = await self.request(pending_id)
         if request is not None and request.status is RequestStatus.PENDING:
             self._notify_observers(request, tally)
+
+    def show_again(
+        self, record: PendingInput, tally: Tally | None = None, audience: Audience | None = None
+    ) -> None:
+        """Show an open request again as `record` (just read from the store) has it: its
+        votes so far (`tally`), a step of its escalation (`audience.fired`). Observers are
+        told after its earlier updates; any worker may tell it (its surfaces edit the stored
+        message). The copy held here learns how far the escalation went."""
+        held = self._active.get(record.id)
+        if held is not None and record.escalation_step > held.escalation_step:
+            held.escalation = record.escalation
+        shown = held if held is not None else record
+        if shown.status is RequestStatus.PENDING and record.status is RequestStatus.PENDING:
+            self._notify_observers(shown, tally, audience)
 
     def asked(self, tool_call_id: str) -> bool:
         """Whether this process made a request for this tool call."""
@@ -173,6 +188,9 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
             channel_type=channel_type,
             expires_at=now + timedelta(seconds=lifetime),
         )
+        first = self.escalation_start(tool_name, arguments) if self.escalation_start else None
+        if first is not None and first < lifetime:  # a step at or after the deadline: never
+            request.escalation = EscalationState(0, now + timedelta(seconds=first))
         if self.store is not None:
             await self._ensure_alive()
             await self.store.create_request(request, holder=self.worker_id)
@@ -187,6 +205,8 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         self._arm_timer(request, lifetime)
         if self.on_deadline_armed is not None and request.expires_at is not None:
             self.on_deadline_armed(request.expires_at)
+        if self.on_escalation_armed is not None and request.next_escalation_at is not None:
+            self.on_escalation_armed(request.next_escalation_at)
         self._notify_observers(request)
         self._start_notifier(request)
         return request

@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from bot.human_input.base import HandlerState, in_callback
 from bot.human_input.snapshots import Observer, RenderState, RequestUpdate
-from bot.records import PendingInput
+from bot.records import PendingInput, RequestStatus
+
+PENDING = RequestStatus.PENDING
 
 if TYPE_CHECKING:
+    from bot.policies.ladder import Audience
     from bot.policies.tally import Tally
 
 log = logging.getLogger("bot.human_input")
@@ -59,13 +62,18 @@ class Observing(HandlerState):
         )  # fmt: skip
         self._tell_observers(RequestUpdate.of(call, RenderState.CANCELLED))
 
-    def _notify_observers(self, request: PendingInput, tally: Tally | None = None) -> None:
-        """Queue the request's current state (with the votes so far, if given) for the
-        observers, in order: each observer has finished with one update of a request before
-        it is given the next (a surface's edit never overtakes the post it edits)."""
+    def _notify_observers(
+        self, request: PendingInput, tally: Tally | None = None, audience: Audience | None = None
+    ) -> None:
+        """Queue the request's current state (with the votes so far, and who may answer it
+        under its policy, if known) for the observers, in order: each observer has finished
+        with one update of a request before it is given the next (a surface's edit never
+        overtakes the post it edits)."""
         if not self._observers:
             return
-        update = RequestUpdate.of(request, tally=tally)
+        if audience is None and self.audience_of is not None and request.status is PENDING:
+            audience = self.audience_of(request)
+        update = RequestUpdate.of(request, tally=tally, audience=audience)
         queued = self._deliveries.get(request.id)
         if queued is not None:  # a delivery is running: it takes this one next
             queued.append(update)

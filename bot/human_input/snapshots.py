@@ -61,6 +61,7 @@ def undeliverable_message(reason: str) -> str:
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from bot.policies.ladder import Audience
     from bot.policies.tally import Tally
 
 V = TypeVar("V", bound="DataclassInstance")
@@ -125,15 +126,28 @@ class RequestUpdate:
     # policy's `deliver`, bot/policies/delivery.py): its message is kept apart from the
     # request's own, and a copy that cannot be posted never makes the request undeliverable.
     copy: bool = False
+    # Who may answer an open request under its policy rule and how far its escalation went
+    # (bot/policies/ladder.py); `audience.fired` on the update announcing a step just fired.
+    audience: Audience | None = None
 
     @classmethod
     def of(
-        cls, request: PendingInput, state: RenderState | None = None, tally: Tally | None = None
+        cls,
+        request: PendingInput,
+        state: RenderState | None = None,
+        tally: Tally | None = None,
+        audience: Audience | None = None,
     ) -> RequestUpdate:
         """The request as it stands (in `state`, if given, rather than its status's)."""
-        return snapshot(
-            cls, request, state=state or STATE_OF_STATUS[request.status], tally=tally, copy=False
-        )
+        state = state or STATE_OF_STATUS[request.status]
+        return snapshot(cls, request, state=state, tally=tally, audience=audience, copy=False)
+
+    @property
+    def shown_again(self) -> bool:
+        """An open request already posted, told again for its votes or a step of its
+        escalation: its message is edited, never posted anew."""
+        fired = self.audience is not None and self.audience.fired is not None
+        return self.state is RenderState.EXECUTING and (self.tally is not None or fired)
 
 
 Notifier = Callable[[PendingInputEvent], Awaitable[bool | None] | bool | None]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.directory import Directory, GroupUnreadable
+from bot.policies.ladder import Audience, Fired, approvers_after, audience
 from bot.policies.policy_file import Rule
 from bot.policies.principals import Principal
 from bot.policies.rules import Policy
@@ -74,7 +75,8 @@ class Deciders:
         if any(user in self.policy.admins for user in ids):
             return ALLOWED
         unreadable: list[GroupUnreadable] = []
-        for principal in rule.approvers:
+        approvers = approvers_after(rule, record.escalation_step)  # with those escalated to
+        for principal in approvers:
             try:
                 if await self._holds(principal, record, ids):
                     return ALLOWED
@@ -85,7 +87,21 @@ class Deciders:
             why = Phrase("{why}: nobody can answer through it until it can be read.",
                          values={"why": said[:1].upper() + said[1:]})  # fmt: skip
             return Verdict(False, why)
-        return Verdict(False, refusal(rule, record, rule is self.policy.fallback))
+        return Verdict(False, refusal(approvers, record, rule is self.policy.fallback))
+
+    def escalation_start(self, tool_name: str, arguments: dict[str, Any]) -> float | None:
+        """Seconds from creation to the first escalation step of such a request's rule (None:
+        it has none); the handler's `escalation_start`."""
+        steps = self.rule_of(tool_name, arguments).escalate
+        return steps[0].after_seconds if steps else None
+
+    def audience(self, record: RequestRecord, fired: Fired | None = None) -> Audience | None:
+        """Who may answer `record` and how far its escalation went, as its message shows
+        them (`fired`: the step just fired); None under today's rule (no policy says)."""
+        rule = self.rule(record)
+        if rule is self.policy.fallback:
+            return None
+        return audience(rule, record.escalation_step, fired)
 
     async def _holds(self, principal: Principal, record: RequestRecord, ids: list[str]) -> bool:
         if principal.kind == "actor":
@@ -112,14 +128,14 @@ def subject_of(tool_name: str, arguments: Mapping[str, Any]) -> tuple[str, Mappi
     return tool_name, arguments
 
 
-def refusal(rule: Rule, record: RequestRecord, default: bool = False) -> Phrase:
-    """The private notice to someone the rule does not let answer: who may. Under today's
-    rule (`default`), today's words."""
-    if default or rule.approvers == (Principal("actor"),):
+def refusal(approvers: Sequence[Principal], record: RequestRecord, default: bool = False) -> Phrase:
+    """The private notice to someone the rule's `approvers` (with those its escalation added)
+    do not include: who may. Under today's rule (`default`), today's words."""
+    if default or tuple(approvers) == (Principal("actor"),):
         return wording.not_yours(record)
     people: dict[str, str] = {}
     names: list[str] = []
-    for n, principal in enumerate(p for p in rule.approvers if p.kind != "actor"):
+    for n, principal in enumerate(p for p in approvers if p.kind != "actor"):
         if n == SHOWN:
             names.append("others")
             break
@@ -129,7 +145,7 @@ def refusal(rule: Rule, record: RequestRecord, default: bool = False) -> Phrase:
             names.append(f"{{{key}}}")
         else:
             names.append(f"the group {principal}")
-    if any(p.kind == "actor" for p in rule.approvers) and record.actor_id:
+    if any(p.kind == "actor" for p in approvers) and record.actor_id:
         people["actor"] = record.actor_id
         names.insert(0, "{actor}")
     listed = ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]

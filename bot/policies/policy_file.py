@@ -227,6 +227,12 @@ class Rule(_Strict):
                     f"list escalations in the order they happen: {later.after_seconds:g} "
                     f"seconds comes after {earlier.after_seconds:g}"
                 )
+        if info.data.get("allow_self") is False:
+            for step in value:
+                if ACTOR in step.approvers:
+                    raise ValueError(
+                        "an escalation adds `actor`, but allow_self is false: remove one of them"
+                    )
         timeout = info.data.get("timeout_seconds")
         if value and timeout is not None and value[-1].after_seconds >= timeout:
             raise ValueError(

@@ -48,13 +48,8 @@ class Policy:
         cls, file: PolicyFile, approvers: frozenset[str], admins: frozenset[str]
     ) -> Policy:
         """The file's rules, then today's rule for calls none of them matches.
-        ConfigurationError (file:line) for a part this version reads but does not enforce yet:
-        a rule that sets a deadline must never wait without one."""
+        ConfigurationError (file:line) for a default answer or a delivery that cannot work."""
         for index, rule in enumerate(file.rules):
-            unenforced = not_enforced(rule)
-            if unenforced is not None:
-                raise file.error(("rules", index, unenforced),
-                                 "not enforced by this version yet: remove it")  # fmt: skip
             unfit = default_answer_error(rule)
             if unfit is not None:
                 raise file.error(("rules", index, "on_timeout", "answer"), unfit)
@@ -83,13 +78,6 @@ class Policy:
                 return rule
         return self.fallback
 
-
-def not_enforced(rule: Rule) -> str | None:
-    """The first field of `rule` set to what this version does not enforce yet (who may
-    answer, `allow_self`, `timeout_seconds`, `required`, `declines_required`, `on_timeout` and
-    `deliver` are; escalation is to come)."""
-    unset = {"escalate": not rule.escalate}
-    return next((name for name, default in unset.items() if not default), None)
 
 
 def delivery_error(rule: Rule) -> str | None:

@@ -202,9 +202,14 @@ class Router:
         votes = await self.votes.votes(record.id)
         return tally(votes, arguments_digest(record.arguments), rule) if votes else None
 
-    async def update(self, record: RequestRecord) -> RequestUpdate:
-        """The request as a surface draws it for someone now (with the votes so far)."""
-        return RequestUpdate.of(record, tally=await self.tally_of(record))
+    async def update(self, record: RequestRecord, tally: Tally | None = None) -> RequestUpdate:
+        """The request as a surface draws it for someone now: with the votes so far (`tally`,
+        else read) and, while it is open, who may answer it under its policy rule."""
+        if tally is None:
+            tally = await self.tally_of(record)
+        pending = record.status is RequestStatus.PENDING
+        audience = self.deciders.audience(record) if pending else None
+        return RequestUpdate.of(record, tally=tally, audience=audience)
 
     def takes_replies(self, record: RequestRecord) -> bool:
         """Whether a reply in the conversation answers the request (a question)."""
@@ -311,7 +316,7 @@ class Router:
             return _as_counted(settled, expected)
         handler = self.handler_for(record.channel_id)
         if handler is not None:
-            await handler.show_tally(record.id, counted)
+            handler.show_again(record, counted, self.deciders.audience(record))
         return Voted(record, counted)
 
     def _yes(self, record: RequestRecord) -> Verb:

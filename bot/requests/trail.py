@@ -1,8 +1,9 @@
 """Which message each update of a request goes to, on any surface that posts and edits messages.
 
-A "Preparing…" message becomes the request's; every later update (the votes so far on it, its
-ending) edits the request's message, wherever it was posted (here, by another worker, or before
-a restart: the store keeps where); a request that could not be posted at all is undeliverable.
+A "Preparing…" message becomes the request's; every later update (the votes so far on it, a
+step of its escalation, its ending) edits the request's message, wherever it was posted (here,
+by another worker, or before a restart: the store keeps where); a step just fired is also said
+in one message of its own; a request that could not be posted at all is undeliverable.
 The surface only posts, edits and keeps where; the trail decides which, one request's updates
 in the order they happened.
 
@@ -19,6 +20,7 @@ from typing import Generic, Protocol, TypeVar
 from bot.errors import UndeliverableError
 from bot.human_input import RenderState, RequestUpdate
 from bot.requests.ordering import InOrder
+from bot.requests.wording import Phrase
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,11 @@ class Messages(Protocol[Room, Ref]):
         worker, a restart)."""
         ...
 
+    async def ping(self, room: Room, update: RequestUpdate, said: Phrase) -> None:
+        """Post `said` in `room` as a message of its own, naming people so that they are
+        notified (a step of the request's escalation: a reminder, approvers added)."""
+        ...
+
 
 class MessageTrail(Generic[Room, Ref]):
     def __init__(self, messages: Messages[Room, Ref], surface: str) -> None:
@@ -68,8 +75,8 @@ class MessageTrail(Generic[Room, Ref]):
                 preparing = await self.messages.post(room, update)
                 self._preparing[update.room_id, update.tool_call_id] = preparing
             return
-        if update.state is RenderState.EXECUTING and update.tally is not None:
-            await self._show_tally(update)
+        if update.shown_again:
+            await self._show_again(update, room)
             return
         if update.state is RenderState.EXECUTING:
             await self._post_request(update, room)
@@ -91,17 +98,22 @@ class MessageTrail(Generic[Room, Ref]):
             return
         await self.messages.edit(ref, update)
 
-    async def _show_tally(self, update: RequestUpdate) -> None:
-        """The votes so far on an open request: its message edited, wherever it was posted
-        (a vote may reach any worker). Never a new message: one that was not posted has
-        nothing to show them on."""
+    async def _show_again(self, update: RequestUpdate, room: Room) -> None:
+        """The votes so far on an open request, or a step of its escalation: its message
+        edited, wherever it was posted (a vote may reach any worker, a step fire on any).
+        Never a new request message: one that was not posted has nothing to show them on.
+        A step just fired also says so in one message of its own (a reminder that pings)."""
         ref = self._posted.get((update.room_id, update.pending_id))
         ref = ref or await self.messages.stored(update)
         if ref is None:
-            log.warning("no %s message to show the votes on request %s", self.surface,
+            log.warning("no %s message to show request %s again on", self.surface,
                         update.pending_id)  # fmt: skip
             return
         await self.messages.edit(ref, update)
+        voted = update.tally.approvers + update.tally.decliners if update.tally else ()
+        said = update.audience.ping(update.actor_id, voted) if update.audience else None
+        if said is not None:
+            await self.messages.ping(room, update, said)
 
     async def _post_request(self, update: RequestUpdate, room: Room) -> None:
         """Turn the "Preparing…" message into the request's, or post it; remember where."""

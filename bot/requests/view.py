@@ -52,6 +52,7 @@ def build_view(
     controls: tuple[Control, ...] = ()
     if state is RenderState.EXECUTING and live:
         controls = (*kind.controls(args), DECLINE)
+    audience = update.audience if state is RenderState.EXECUTING else None
     status = status_line(
         state,
         actor_id=update.actor_id,
@@ -61,7 +62,11 @@ def build_view(
         reason=update.reason,
         approved_by=approved_by(update),
         defaulted=update.result is not None,
+        approvers=audience.who(update.actor_id) if audience is not None else None,
     )
+    notes = audience.notes() if audience is not None else None
+    if notes is not None:  # approvers the escalation added, its latest reminder
+        status = joined(status, notes)
     if update.tally is not None and state is RenderState.EXECUTING:
         # The votes so far, in the line every surface shows (with its people formatted).
         line = update.tally.line

@@ -95,6 +95,17 @@ def listed(names: Sequence[str]) -> str:
     return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
+def duration(seconds: float) -> str:
+    """A wait as people say it: `45 s`, `15 min`, `1 h 30 min` (under a minute to a tenth)."""
+    if seconds < 60:
+        return f"{round(seconds, 1):g} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h" + (f" {minutes} min" if minutes else "")
+
+
 def joined(first: Phrase, second: Phrase, separator: str = " ") -> Phrase:
     """Two phrases as one (their placeholders' names must differ)."""
     return Phrase(
@@ -132,19 +143,23 @@ def status_line(
     reason: str | None = None,
     approved_by: Sequence[str] = (),
     defaulted: bool = False,
+    approvers: Phrase | None = None,
 ) -> Phrase:
     """`approved_by`: the people whose approvals settled the request, when it took several;
-    `defaulted`: it expired with the policy's default answer (`on_timeout`)."""
+    `defaulted`: it expired with the policy's default answer (`on_timeout`); `approvers`:
+    who may answer a pending request, when its policy rule names people (else it is
+    addressed to its actor)."""
     if state is RenderState.IN_PROGRESS:
         return Phrase("Preparing request…")
     if state is RenderState.EXECUTING:
+        until = Phrase("")
+        if expires_at:
+            until = Phrase(" Expires {expires}.", moments={"expires": expires_at})
+        if approvers is not None:  # `Asked by @alice. Approvers: @bob, @ops-team.`
+            asked = Phrase("Asked by {actor}. ", {"actor": actor_id}) if actor_id else Phrase("")
+            return joined(joined(asked, approvers, ""), until, "")
         who = "{actor}, this is for you." if actor_id else "Anyone here can answer."
-        until = " Expires {expires}." if expires_at else ""
-        return Phrase(
-            who + until,
-            {"actor": actor_id} if actor_id else {},
-            {"expires": expires_at} if expires_at else {},
-        )
+        return joined(Phrase(who, {"actor": actor_id} if actor_id else {}), until, "")
     if state is RenderState.COMPLETE:
         return _by_at("Answered", settled_by, settled_at, approved_by)
     if state is RenderState.REJECTED:

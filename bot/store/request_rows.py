@@ -23,7 +23,7 @@ from sqlalchemy import (
     update,
 )
 
-from bot.records import NO_REFS, PendingInput, RequestStatus, Settlement
+from bot.records import NO_REFS, EscalationState, PendingInput, RequestStatus, Settlement
 from bot.store.tables import PENDING, audit, holders, proposals, requests, transitions
 
 SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
@@ -117,6 +117,8 @@ def row_values(record: PendingInput, holder: str | None) -> dict[str, Any]:
     values = {name: getattr(record, name) for name in RECORD_COLUMNS}
     values["status"] = record.status.value
     values["held_by"] = holder
+    values["escalation_step"] = record.escalation_step
+    values["next_escalation_at"] = record.next_escalation_at
     return values
 
 
@@ -124,6 +126,8 @@ def record_of(row: Row[Any]) -> PendingInput:
     values = {name: getattr(row, name) for name in RECORD_COLUMNS}
     values["status"] = RequestStatus(values["status"])
     values["message_refs"] = values["message_refs"] or NO_REFS
+    if row.escalation_step or row.next_escalation_at is not None:
+        values["escalation"] = EscalationState(row.escalation_step, row.next_escalation_at)
     return PendingInput(**values)
 
 

@@ -87,6 +87,8 @@ class RequestRow(Base):
         Index("ix_requests_created_at", "created_at"),
         # The latest decisions, latest first (bot/home.py: a week's, for the figures).
         Index("ix_requests_settled_at", "settled_at"),
+        # "Pending, earliest next escalation first" (bot/escalations.py): an index range.
+        Index("ix_requests_status_next_escalation_at", "status", "next_escalation_at"),
     )
 
     id: Mapped[str] = mapped_column(String, primary_key=True)
@@ -114,6 +116,10 @@ class RequestRow(Base):
     settled_proposal: Mapped[str | None] = mapped_column(String)
     # What came of the answer, in one line: a gated tool's run (bot/tools/gates.py).
     run_outcome: Mapped[str | None] = mapped_column(Text)
+    # How many of its rule's escalation steps have fired (each exactly once: advanced by a
+    # compare-and-set) and when the next is due (bot/escalations.py).
+    escalation_step: Mapped[int] = mapped_column(default=0, server_default="0")
+    next_escalation_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class TransitionRow(Base):

@@ -4,6 +4,7 @@ words. Only names and dates look native (a Slack mention, a UTC time on a card).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,9 @@ from adapters.console.render import menu
 from adapters.slack.messages import render_message
 from adapters.teams.cards import Drawing, render_card
 from bot import BUILTIN_TOOLS, RenderState, RequestUpdate
+from bot.policies import Escalation, Match, Rule, parse_principal
+from bot.policies.ladder import audience
+from bot.policies.tally import Tally
 from bot.requests.view import RequestView, build_view
 from bot.requests.wording import Phrase, PlainFormatter
 
@@ -153,3 +157,34 @@ def test_a_declined_request_reads_the_same_everywhere() -> None:
         assert "Not today" in text, surface
         assert "Rejected" not in text, surface
     assert json.loads(CASES["requestApproval"][1]) == {"approved": True}
+
+
+def test_who_may_answer_and_the_escalation_read_the_same_everywhere() -> None:
+    """Under a policy rule naming people, every surface's status line names them, what the
+    escalation did so far, and the votes, in the same words (a Slack user group mentioned)."""
+    rule = Rule(
+        match=Match(tool="requestApproval"),
+        approvers=(parse_principal(f"slack:{DECIDER}"), parse_principal("slack:S0OPSTEAM")),
+        escalate=(
+            Escalation(after_seconds=900, remind=True),
+            Escalation(after_seconds=1800, approvers=(parse_principal("slack:U0CAROL01"),)),
+        ),
+    )
+    update = dataclasses.replace(
+        _update("requestApproval", RenderState.EXECUTING),
+        audience=audience(rule, 2),
+        tally=Tally(approvers=(DECIDER,), decliners=(), required=2),
+    )
+    view = build_view(update, BUILTIN_TOOLS["requestApproval"])
+    assert view.status.plain == (
+        f"Asked by {ACTOR}. Approvers: {DECIDER}, slack:S0OPSTEAM, U0CAROL01. Expires "
+        "2026-12-01 09:05 UTC. Escalated after 30 min to U0CAROL01. Reminder: waiting 15 min "
+        f"for an answer. 1 of 2 approvals: {DECIDER}."
+    )
+    shown = _shown("requestApproval", update)
+    for surface, text in shown.items():
+        for words in ("Approvers:", "Escalated after 30 min to", "U0CAROL01",
+                      "Reminder: waiting 15 min for an answer.", "1 of 2 approvals:"):  # fmt: skip
+            assert words in text, (surface, words, text)
+    assert "<!subteam^S0OPSTEAM>" in shown["slack"]
+    assert "slack:S0OPSTEAM" in shown["teams"] and "slack:S0OPSTEAM" in shown["console"]

@@ -44,8 +44,11 @@ Answer = Callable[[Env, Thread, JSON], Awaitable[None]]
 # -- helpers -----------------------------------------------------------------------------------
 
 
-async def start_turn(env: Env, tool: str, arguments: dict[str, Any]) -> tuple[Thread, JSON]:
-    """Mention the bot; the model calls `tool`; returns the thread and the executing request."""
+async def start_turn(
+    env: Env, tool: str, arguments: dict[str, Any], *, whom: str = f"<@{ALICE}>, this is for you."
+) -> tuple[Thread, JSON]:
+    """Mention the bot; the model calls `tool`; returns the thread and the executing request
+    (whose status line says `whom` it waits for)."""
     env.model.script(reply_tool_use(tool, arguments), reply_text(FINAL))
     thread = await env.mention(f"please use {tool}")
     message = await thread.request()
@@ -55,7 +58,7 @@ async def start_turn(env: Env, tool: str, arguments: dict[str, Any]) -> tuple[Th
     assert not has_actions(versions[0])
     assert versions[1] == message
     assert f"<@{ALICE}>" in message["text"]
-    assert f"<@{ALICE}>, this is for you." in json.dumps(message["blocks"])
+    assert whom in json.dumps(message["blocks"])
     return thread, message
 
 

@@ -74,7 +74,8 @@ async def notice_to(env: Env, user: str, count: int) -> str:
 async def test_the_rule_decides_who_may_answer(start_env: StartEnv, tmp_path: Path) -> None:
     env = await served(start_env, tmp_path)
     deploy = {"action": "Deploy to production", "reason": "v2"}
-    thread, message = await start_turn(env, "requestApproval", deploy)
+    whom = f"Asked by <@{ALICE}>. Approvers: <!subteam^{OPS}>, <@{BOB}>. Expires "
+    thread, message = await start_turn(env, "requestApproval", deploy, whom=whom)
     await env.click(message, "hitl_approve", user=STRANGER)
     assert await notice_to(env, STRANGER, 1) == (
         f"Only the group slack:{OPS} or <@{BOB}> may answer this request."
@@ -95,7 +96,9 @@ async def test_a_group_that_cannot_be_read_lets_nobody_in(
     start_env: StartEnv, tmp_path: Path
 ) -> None:
     env = await served(start_env, tmp_path)
-    _, message = await start_turn(env, "requestApproval", {"action": "Rotate keys", "reason": "x"})
+    rotate = {"action": "Rotate keys", "reason": "x"}
+    whom = "Approvers: <!subteam^S0NOSUCH1>."
+    _, message = await start_turn(env, "requestApproval", rotate, whom=whom)
     await env.click(message, "hitl_approve", user=BOB)
     said = await notice_to(env, BOB, 1)
     assert said.startswith("The members of slack:S0NOSUCH1 cannot be read: ")
@@ -142,7 +145,8 @@ async def test_two_approvals_with_the_tally_shown_between_them(
 ) -> None:
     env = await served(start_env, tmp_path)
     drop = {"action": "Drop the database", "reason": "decommissioned"}
-    thread, message = await start_turn(env, "requestApproval", drop)
+    whom = f"Asked by <@{ALICE}>. Approvers: <!subteam^{DBAS}>. Expires "
+    thread, message = await start_turn(env, "requestApproval", drop, whom=whom)
     posted = len(env.slack.calls_to("chat.postMessage"))
     await env.click(message, "hitl_approve", user=BOB)
     tally = f"1 of 2 approvals: <@{BOB}>"

@@ -78,9 +78,10 @@ async def start_turn(
     *,
     conversation_id: str = PERSONAL,
     user_ids: int = 1,
+    whom: str = f"{ALICE.name}, this is for you.",
 ) -> tuple[Chat, str, JSON]:
     """Alice writes; the model calls `tool`: the chat, the card's activity id and the card
-    as posted while executing (read-only, refreshing for Alice)."""
+    as posted while executing (read-only, refreshing for Alice; saying `whom` it waits for)."""
     env.model.script(reply_tool_use(tool, arguments), reply_text(FINAL))
     chat = await env.say(f"please use {tool}", conversation_id=conversation_id)
     activity_id, card = await chat.request()
@@ -93,7 +94,7 @@ async def start_turn(
     assert card["refresh"]["userIds"][0] == ALICE.id
     assert len(card["refresh"]["userIds"]) == user_ids  # the actor (and deciders known)
     assert card["refresh"]["action"]["verb"] == "hitl_refresh"
-    assert f"{ALICE.name}, this is for you." in text_of(card)  # whom it waits for
+    assert whom in text_of(card)  # whom it waits for
     return chat, activity_id, card
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.adapters.teams.conftest import WAIT, Chat, Env, StartEnv, User, is_live, text_of
+from tests.adapters.teams.conftest import ALICE, WAIT, Chat, Env, StartEnv, User, is_live, text_of
 from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
 
 # The rule names Teams users by their AAD object ids, which are GUIDs.
@@ -43,7 +43,8 @@ async def test_two_approvals_with_the_tally_on_every_card(
 ) -> None:
     env = await served(start_env, tmp_path)
     deploy = {"action": "Deploy v2", "reason": "Release day"}
-    chat, activity_id, card = await start_turn(env, "requestApproval", deploy)
+    whom = f"Asked by {ALICE.name}. Approvers: {BOB.aad}, {CAROL.aad}. Expires "
+    chat, activity_id, card = await start_turn(env, "requestApproval", deploy, whom=whom)
     request_id = str(card["refresh"]["action"]["data"]["request_id"])
 
     said = await approve(chat, request_id, BOB)

@@ -216,6 +216,31 @@ def test_escalations_that_cannot_be(tmp_path: Path, escalate: str, message: str)
     assert error_of(path) == f"{path}:5: {message}"
 
 
+def test_an_escalation_to_the_actor_under_four_eyes(tmp_path: Path) -> None:
+    path = a_rule(
+        tmp_path, "approvers: [slack:S0OPSTEAM]", "allow_self: false",
+        "escalate:", "  - {after_seconds: 60, remind: true}",
+        "  - {after_seconds: 90, approvers: [actor]}",
+    )  # fmt: skip
+    assert error_of(path) == (
+        f"{path}:5: rules[0].escalate: an escalation adds `actor`, but allow_self is false: "
+        "remove one of them"
+    )
+
+
+def test_escalations_in_order_without_a_timeout(tmp_path: Path) -> None:
+    """Without timeout_seconds any increasing offsets are read (the bridge's own deadline
+    cuts off the steps after it, request by request)."""
+    path = a_rule(
+        tmp_path, "approvers: [slack:S0OPSTEAM]",
+        "escalate: [{after_seconds: 0.25, remind: true}, {after_seconds: 86400, approvers: "
+        "[slack:U0BOB00001], remind: true}]",
+    )  # fmt: skip
+    (rule,) = load_policy_file(path).rules
+    assert [step.after_seconds for step in rule.escalate] == [0.25, 86400]
+    assert [str(p) for p in rule.escalate[1].approvers] == ["slack:U0BOB00001"]
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

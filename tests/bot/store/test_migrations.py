@@ -245,8 +245,9 @@ async def test_0007_gates_up_and_down(database: Database, engine: AsyncEngine) -
         assert await store.claim_gate_run(run) is None
         done = dataclasses.replace(run, finished_at=now, result="{}", outcome="ok")
         assert await store.finish_gate_run(done)
-        record = await store.get_request("r1")
-        assert record is not None and record.run_outcome == "ok"
+        async with engine.connect() as conn:  # today's store reads columns 0007 lacks
+            outcome = await conn.execute(text("SELECT run_outcome FROM requests"))
+            assert outcome.scalar_one() == "ok"
         grant = Grant("g1", "room", "alice", "deploy", {"env": "staging"}, now,
                       now + timedelta(hours=1), "bob", request_id="r1")  # fmt: skip
         assert await store.add_grant(grant) == grant
