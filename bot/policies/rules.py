@@ -79,7 +79,6 @@ class Policy:
         return self.fallback
 
 
-
 def delivery_error(rule: Rule) -> str | None:
     """What this version cannot deliver of the rule's `deliver`: the request is always shown
     in its own conversation (where it was asked; a failure there is what makes it

@@ -110,7 +110,9 @@ async def test_an_answer_in_the_approvals_channel_edits_both_copies(
 ) -> None:
     env = await served(start_env, tmp_path)
     deploy = {"action": "Deploy to production", "reason": "v2"}
-    thread, message = await start_turn(env, "requestApproval", deploy)
+    thread, message = await start_turn(
+        env, "requestApproval", deploy, whom=f"Approvers: <@{BOB}>. Expires "
+    )
     copy = await copy_in(env, APPROVALS)
     assert copy.get("thread_ts") is None  # a message of its own in the channel
     assert "Deploy to production" in json.dumps(copy["blocks"])
@@ -136,7 +138,9 @@ async def test_approvers_get_a_dm_each_and_every_copy_shows_the_tally(
 ) -> None:
     env = await served(start_env, tmp_path)
     drop = {"action": "Drop the database", "reason": "cleanup"}
-    thread, message = await start_turn(env, "requestApproval", drop)
+    thread, message = await start_turn(
+        env, "requestApproval", drop, whom=f"Approvers: <@{BOB}>, <@{CAROL}>, <!subteam^{OPS}>."
+    )
     bob_dm, carol_dm = await copy_in(env, dm_of(BOB)), await copy_in(env, dm_of(CAROL))
     opened = sorted(str(c["users"]) for c in env.slack.calls_to("conversations.open"))
     assert set(opened) == {BOB, CAROL}  # the named users; the group's members get none
