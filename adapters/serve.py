@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from adapters.agent import Agent, make_provider, open_agent, read_agent_file
+from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.doors import DoorService, open_doors
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
@@ -23,6 +23,7 @@ from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
+from bot.audit_chain import AuditSealer
 from bot.human_tools import BUILTIN_TOOLS
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
@@ -87,6 +88,7 @@ class Service:
     teams: TeamsAdapter | None = None
     agent: Agent | None = None  # its tools (MCP servers) stop with the service
     doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
+    sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
 
 
 async def build_service(settings: Settings) -> Service:
@@ -96,6 +98,7 @@ async def build_service(settings: Settings) -> Service:
     check_model_settings(settings)
     deciders = open_deciders(settings)  # the policy file read before anything is opened
     store = await open_store(settings.database_url, migrate=False)
+    store.audit_redact = audit_redaction(settings, config)
     try:
         with database_step(settings.database_url):
             if not await store.schema_revision_ok():
@@ -189,6 +192,8 @@ class Server:
             if teams is not None:
                 await teams.start()
             await service.bridge.start()
+            service.sealer = AuditSealer(service.store)
+            service.sealer.start()
             if service.doors is not None:
                 await service.doors.start()
             server.socket_mode = await _start_socket_mode(settings, service)
@@ -272,4 +277,6 @@ async def _close(service: Service) -> None:
     provider = service.channel.provider
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()
+    if service.sealer is not None:  # after the bridge: its last settles are sealed too
+        await service.sealer.stop()
     await service.store.close()
