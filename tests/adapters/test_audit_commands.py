@@ -103,6 +103,7 @@ def test_verify_names_the_changed_row_and_exits_1(database: str, tmp_path: Path)
     async def tamper() -> tuple[int, str, datetime]:
         store = await open_store(database, migrate=False)
         try:
+
             def edit(conn: Connection) -> tuple[int, str, datetime]:
                 row = conn.execute(select(audit).where(audit.c.chain_seq == 42)).one()
                 conn.execute(update(audit).where(audit.c.id == row.id).values(actor_id="U99"))

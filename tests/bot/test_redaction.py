@@ -39,7 +39,8 @@ def test_answers_that_are_json_are_redacted_and_others_kept() -> None:
     answer = json.dumps({"approved": True, "arguments": {"password": "s3cret", "env": "prod"}})
     kept = redact_text(answer, keys)
     assert kept is not None and "s3cret" not in kept
-    assert json.loads(kept) == {"approved": True, "arguments": {"password": REDACTED, "env": "prod"}}
+    shown = {"approved": True, "arguments": {"password": REDACTED, "env": "prod"}}
+    assert json.loads(kept) == shown
     assert redact_text('{"env": "prod"}', keys) == '{"env": "prod"}'  # untouched: as written
     assert redact_text("password is s3cret", keys) == "password is s3cret"  # prose: no keys
     assert redact_text("{not json", keys) == "{not json"
