@@ -138,7 +138,7 @@ def test_redacted_keys_come_from_the_environment_and_the_agent_file(
     created = details[0]["arguments"]
     assert created == {"env": "prod", "PASSWORD": REDACTED,
                        "auth": [{"api_key": REDACTED, "TOKEN": REDACTED}]}  # fmt: skip
-    assert json.loads(details[1]["result"]) == {"approved": True, "password": REDACTED}
+    assert json.loads(str(details[1]["result"])) == {"approved": True, "password": REDACTED}
 
 
 async def redacted_rows(url: str, keys: frozenset[str]) -> list[dict[str, object]]:

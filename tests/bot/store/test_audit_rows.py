@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -45,7 +46,7 @@ async def test_filters_return_exactly_their_rows(store: SqlStore, made: list[Gen
     every = expected_rows(made)
     by_id = {one.id: one for one in made}
     assert await ids_actions(store, AuditFilter()) == every
-    cases = {
+    cases: dict[AuditFilter, Callable[[Generated, str], bool]] = {
         AuditFilter(tool="rollback"): lambda one, _action: one.tool == "rollback",
         AuditFilter(room="slack:C3:1.0"): lambda one, _action: one.room == "slack:C3:1.0",
         AuditFilter(actor="U07"): lambda one, _action: one.actor == "U07",
