@@ -3,6 +3,7 @@ lines as they come, so an export of any size holds one page in memory."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -18,7 +19,7 @@ PAGE = 5000
 COLUMNS = ("id", "chain_seq", "at", "action", "request_id", "actor_id", "tool", "room",
            "status", "detail", "prev_hash", "hash")  # fmt: skip
 # A spreadsheet runs a cell starting with one of these as a formula: CSV cells get a quote.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = frozenset("=+-@\t\r")
 
 
 async def audit_lines(
@@ -29,18 +30,29 @@ async def audit_lines(
     limit: int | None = None,
     page: int = PAGE,
 ) -> AsyncIterator[AuditLine]:
-    """Every row `wanted` matches (up to `limit`), oldest first unless `newest_first`."""
-    after: int | None = None
-    left = limit
-    while left is None or left > 0:
+    """Every row `wanted` matches (up to `limit`), oldest first unless `newest_first`. The
+    next page is read while this one is consumed (the database works while we write)."""
+
+    def read(after: int | None, left: int | None) -> asyncio.Future[list[AuditLine]]:
         size = page if left is None else min(page, left)
-        lines = await store.read(audit_rows.page, wanted, after, newest_first, size)
-        for line in lines:
-            yield line
-        if len(lines) < size:
-            return
-        after = lines[-1].id
-        left = None if left is None else left - len(lines)
+        return asyncio.ensure_future(store.read(audit_rows.page, wanted, after, newest_first, size))
+
+    left = limit
+    if left is not None and left <= 0:
+        return
+    pending: asyncio.Future[list[AuditLine]] | None = read(None, left)
+    try:
+        while pending is not None:
+            lines = await pending
+            size = page if left is None else min(page, left)
+            left = None if left is None else left - len(lines)
+            more = len(lines) == size and (left is None or left > 0)
+            pending = read(lines[-1].id, left) if more else None
+            for line in lines:
+                yield line
+    finally:
+        if pending is not None:  # the consumer stopped early: the read finishes unawaited
+            pending.cancel()
 
 
 def as_json(line: AuditLine) -> dict[str, Any]:
@@ -61,17 +73,23 @@ def csv_text(lines: list[AuditLine], header: bool = False) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     if header:
         writer.writerow(COLUMNS)
-    for line in lines:
-        row = as_json(line)
-        row["detail"] = json.dumps(line.detail, ensure_ascii=False, sort_keys=True)
-        writer.writerow(_cell(row[column]) for column in COLUMNS)
+    writer.writerows(
+        (
+            line.id, "" if line.chain_seq is None else line.chain_seq, line.at.isoformat(),
+            _cell(line.action), _cell(line.request_id), _cell(line.actor_id), _cell(line.tool),
+            _cell(line.room), _cell(line.status), json.dumps(line.detail, ensure_ascii=False),
+            line.prev_hash or "", line.hash or "",
+        )
+        for line in lines
+    )  # fmt: skip
     return buffer.getvalue()
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return "" if value is None else value
+def _cell(value: str | None) -> str:
+    """A text cell a spreadsheet shows as text: one that looks like a formula gets a quote."""
+    if value is None:
+        return ""
+    return "'" + value if value[:1] in _FORMULA_START else value
 
 
 async def export_audit(

@@ -536,5 +536,5 @@ def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
 
 
 async def test_schema_revision_is_current(store: SqlStore) -> None:
-    assert await store.current_revision() == "0010"
+    assert await store.current_revision() == "0011"
     assert await store.schema_revision_ok()
