@@ -194,6 +194,8 @@ def settle(
         )
         if value is not None
     }
+    if settlement.by_detail:  # who, as people know them: a display name, the surface
+        detail.update(settlement.by_detail)
     conn.execute(INSERT_AUDIT, {
         "at": settlement.at,
         "action": f"request.{settlement.status.value}",
