@@ -269,7 +269,7 @@ class SqlStore:
 
     async def add_grant(self, grant: Grant) -> Grant:
         """Insert `grant` with its audit line (the one its approval made, if there is one)."""
-        return await self._write(gate_rows.add_grant, self._add_grant, grant)
+        return await self._write(gate_rows.add_grant, self._add_grant, grant, self.audit_redact)
 
     async def live_grants(
         self, room_id: str, actor_id: str | None, tool_name: str, now: datetime
@@ -286,7 +286,7 @@ class SqlStore:
 
     async def revoke_grant(self, grant_id: str, by: str | None, at: datetime) -> Grant | None:
         """Revoke a live grant, with its audit line; None if no live grant has that id."""
-        return await self._write(gate_rows.revoke_grant, grant_id, by, at)
+        return await self._write(gate_rows.revoke_grant, grant_id, by, at, self.audit_redact)
 
     # -- runs ---------------------------------------------------------------------------------
 
