@@ -27,6 +27,8 @@ WALK_PAGE = 5000  # sealed rows read per query while verifying
 
 async def seal_chain(store: SqlStore) -> int:
     """Seal every row written so far (in batches, each its own transaction); how many."""
+    if not await store.read(chain_rows.any_unsealed):
+        return 0
     total = 0
     while True:
         sealed = await store.write(chain_rows.seal)

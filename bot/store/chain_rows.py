@@ -31,6 +31,7 @@ HEAD = (
 UNSEALED: Select[Any] = (
     select(*CONTENT).where(audit.c.chain_seq.is_(None)).order_by(audit.c.id).limit(bindparam("n"))
 )
+ANY_UNSEALED = select(audit.c.id).where(audit.c.chain_seq.is_(None)).limit(1)
 SEAL = (
     update(audit)
     .where(audit.c.id == bindparam("b_id"))
@@ -70,6 +71,11 @@ def seal(conn: Connection, limit: int = SEAL_BATCH) -> int:
         prev = digest
     conn.execute(SEAL, sealed)
     return len(sealed)
+
+
+def any_unsealed(conn: Connection) -> bool:
+    """Whether there is anything to seal: a read, so an idle sealer takes no lock."""
+    return conn.execute(ANY_UNSEALED).first() is not None
 
 
 def sealed_after(conn: Connection, after: int, limit: int) -> list[ChainRow]:
