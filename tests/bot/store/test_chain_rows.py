@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
-from bot.audit_chain import AuditSealer, seal_chain, verify_chain
+from bot.audit_chain import AuditSealer, ChainCheck, seal_chain, verify_chain
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
 from bot.store.tables import audit
@@ -185,3 +185,17 @@ async def test_two_workers_writing_and_sealing_at_once_keep_one_chain(
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_chain_check_reuses_its_report_for_a_while(store: SqlStore) -> None:
+    await lifecycles(store, "r", 2)
+    check, fresh = ChainCheck(store, max_age=3600), ChainCheck(store, max_age=0)
+    first, second = await asyncio.gather(check(), check())
+    assert first is second and first.checked == 6
+
+    def edit(conn: Connection) -> None:
+        conn.execute(update(audit).where(audit.c.chain_seq == 2).values(actor_id="U9"))
+
+    await store.write(edit)
+    assert (await check()).intact  # within max_age: the report as it was
+    assert (await fresh()).first_bad_id is not None
