@@ -45,7 +45,7 @@ def add_audit_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     audit.add_argument("--room", help="rows of requests in this room")
     audit.add_argument("--status", help="rows of requests whose final status is this (pending, "
                        "resolved, rejected, timed_out, cancelled, undeliverable)")  # fmt: skip
-    audit.add_argument("--action", dest="row_action",
+    audit.add_argument("--action", dest="row_action", metavar="ACTION",
                        help="rows of this action (request.resolved) or family (grant)")  # fmt: skip
     audit.add_argument("--format", choices=FORMATS, default="jsonl", help="export: csv or jsonl")
     audit.add_argument("--output", metavar="FILE", help="export: write here, not to stdout")
