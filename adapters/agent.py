@@ -13,6 +13,7 @@ from adapters.startup import tools_step
 from bot import AIChannel, AIProvider, AnthropicAIProvider, HumanInputToolHandler
 from bot.agent_file import AgentConfig, human_tool_names, load_agent_file
 from bot.human_tools import BUILTIN_TOOLS
+from bot.redaction import redaction_keys
 from bot.scripted import ScriptedAIProvider
 from bot.tools.elicitation import HumanElicitation
 from bot.tools.gates import Gate
@@ -46,6 +47,13 @@ def read_agent_file(settings: Settings) -> tuple[Settings, AgentConfig | None]:
     if config.model is not None and not settings.scripted_model:
         settings = settings.model_copy(update={"model": config.model})
     return settings, config
+
+
+def audit_redaction(settings: Settings, config: AgentConfig | None) -> frozenset[str]:
+    """The argument keys the audit log redacts: HITL_AUDIT_REDACT's and every tool source's
+    `redact` (a key secret in what people are shown is secret in the log too)."""
+    sources = config.tools if config is not None else ()
+    return redaction_keys(settings.audit_redact, *(source.redact for source in sources))
 
 
 @dataclass

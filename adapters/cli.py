@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import logging
@@ -21,11 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
+from adapters.audit_commands import add_audit_parser, run_audit
 from adapters.settings import Settings, shown_url
 from adapters.startup import CONFIGURATION, StartupError, database_step, explain
 from adapters.terminal import safe
 from bot import ConfigurationError
-from bot.records import Grant
+from bot.audit_chain import seal_chain
+from bot.records import Grant, StoreUnavailableError
 from bot.store import SqlStore, open_store, upgrade
 from bot.tools.grants import GrantError, Grants, shown_scope
 
@@ -64,10 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     serve.add_argument("--agent", metavar="FILE", help=AGENT_HELP)
     commands.add_parser("pending", parents=[common], help="list the requests waiting for an answer")
-    audit = commands.add_parser(
-        "audit", parents=[common], help="who asked, answered or was refused, newest first"
-    )
-    audit.add_argument("--request", help="only this request's lines")
+    add_audit_parser(commands, common)
     grants = commands.add_parser(
         "grants", parents=[common], help="tools allowed to run unasked in a conversation"
     )
@@ -76,7 +76,6 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--all", action="store_true", help="also expired and revoked ones")
     revoke = grant_actions.add_parser("revoke", parents=[common], help="revoke a grant now")
     revoke.add_argument("id", help="the grant's id (from `hitl-bridge grants list`)")
-    audit.add_argument("--limit", type=int, default=50, help="how many lines (default 50)")
     mcp = commands.add_parser(
         "mcp", parents=[common], help="the MCP tools over stdio (a proxy to a running serve)"
     )
@@ -147,7 +146,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"database at {safe(shown_url(settings.database_url))} is at the newest revision")
         return 0
     if args.command == "audit":
-        return await _print_audit(settings, args.request, args.limit)
+        store = await _migrated_store(settings)
+        try:
+            return await run_audit(store, args, _operator())
+        finally:
+            await store.close()
     if args.command == "grants":
         return await _grants(settings, args)
     if args.command == "tokens":
@@ -157,7 +160,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         try:
             return await run_tokens(store, args, _operator())
         finally:
-            await store.close()
+            await _sealed_and_closed(store)
     return await _print_pending(settings)
 
 
@@ -195,17 +198,13 @@ async def _print_pending(settings: Settings) -> int:
     return 0
 
 
-async def _print_audit(settings: Settings, request_id: str | None, limit: int) -> int:
-    store = await _migrated_store(settings)
+async def _sealed_and_closed(store: SqlStore) -> None:
+    """Close a store this command wrote audit rows with, sealed first (no worker may run)."""
     try:
-        for entry in await store.list_audit(request_id=request_id, limit=limit):
-            detail = json.dumps(entry.detail, ensure_ascii=False) if entry.detail else ""
-            print(f"{entry.at.isoformat()}  {safe(entry.action):<22}"
-                  f" request {safe(entry.request_id or '-')}  by {safe(entry.actor_id or '-')}"
-                  f"  {safe(detail)}")  # fmt: skip
+        with contextlib.suppress(StoreUnavailableError):
+            await seal_chain(store)
     finally:
         await store.close()
-    return 0
 
 
 async def _grants(settings: Settings, args: argparse.Namespace) -> int:
@@ -225,7 +224,7 @@ async def _grants(settings: Settings, args: argparse.Namespace) -> int:
         for grant in await grants.list(ended=args.all, limit=1000):
             print(_grant_line(grant, now))
     finally:
-        await store.close()
+        await _sealed_and_closed(store)
     return 0
 
 

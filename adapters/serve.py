@@ -13,7 +13,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from adapters.admin.app import AdminConsole, open_console
-from adapters.agent import Agent, make_provider, open_agent, read_agent_file
+from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.doors import DoorService, open_doors
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
@@ -24,6 +24,7 @@ from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
+from bot.audit_chain import AuditSealer, ChainCheck
 from bot.escalations import Escalations
 from bot.human_tools import BUILTIN_TOOLS
 from bot.policies.delivery import Delivery
@@ -94,6 +95,7 @@ class Service:
     doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
     admin: AdminConsole | None = None  # the admin console under /admin (adapters/admin)
     escalations: Escalations | None = None  # the policy's escalation steps (bot/escalations.py)
+    sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
 
 
 async def build_service(settings: Settings) -> Service:
@@ -103,6 +105,7 @@ async def build_service(settings: Settings) -> Service:
     check_model_settings(settings)
     deciders = open_deciders(settings)  # the policy file read before anything is opened
     store = await open_store(settings.database_url, migrate=False)
+    store.audit_redact = audit_redaction(settings, config)
     try:
         with database_step(settings.database_url):
             if not await store.schema_revision_ok():
@@ -152,7 +155,7 @@ async def build_service(settings: Settings) -> Service:
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
                       escalations=escalations)  # fmt: skip
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
-    service.admin = open_console(settings, store)
+    service.admin = open_console(settings, store, chain=ChainCheck(store))
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
@@ -209,6 +212,8 @@ class Server:
             await service.bridge.start()  # first: what expired while down is not escalated
             if service.escalations is not None:
                 await service.escalations.start()
+            service.sealer = AuditSealer(service.store)
+            service.sealer.start()
             if service.doors is not None:
                 await service.doors.start()
             server.socket_mode = await _start_socket_mode(settings, service)
@@ -294,4 +299,6 @@ async def _close(service: Service) -> None:
     provider = service.channel.provider
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()
+    if service.sealer is not None:  # after the bridge: its last settles are sealed too
+        await service.sealer.stop()
     await service.store.close()

@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     agent_file: Path | None = Field(None, alias="HITL_AGENT_FILE")
     admins: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_ADMINS")
     approvers: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_APPROVERS")
+    # Argument keys whose values the audit log never keeps (any case, any depth), beside the
+    # agent file's `redact` (bot/redaction.py).
+    audit_redact: Annotated[frozenset[str], NoDecode] = Field(
+        frozenset(), alias="HITL_AUDIT_REDACT"
+    )
     anthropic_api_key: SecretStr | None = Field(None, alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(None, alias="ANTHROPIC_BASE_URL")
     slack_bot_token: SecretStr | None = Field(None, alias="SLACK_BOT_TOKEN")
@@ -113,7 +118,7 @@ class Settings(BaseSettings):
             raise ValueError(f"must be at least {MIN_ADMIN_SECRET} characters")
         return value
 
-    @field_validator("admins", "approvers", mode="before")
+    @field_validator("admins", "approvers", "audit_redact", mode="before")
     @classmethod
     def _split_ids(cls, value: object) -> object:
         """`HITL_ADMINS=U1,U2` (commas or spaces) as a set of user ids."""

@@ -9,7 +9,7 @@ with SQLAlchemy; the in-memory handler needs none.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -162,6 +162,8 @@ class Settlement:
     by: str | None = None
     worker: str | None = None
     proposal: str | None = None
+    # What the audit row adds of who settled (their display name, the surface), if known.
+    by_detail: Mapping[str, str] | None = None
 
     @property
     def settled_by(self) -> str | None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import getpass
 import logging
 
-from adapters.agent import SYSTEM_PROMPT, make_provider, open_agent, read_agent_file
+from adapters.agent import (
+    SYSTEM_PROMPT,
+    audit_redaction,
+    make_provider,
+    open_agent,
+    read_agent_file,
+)
 from adapters.console.surface import ConsoleSurface, Terminal, room_of
 from adapters.settings import Settings
 from bot import AIChannel, AnthropicAIProvider, Bridge
@@ -24,6 +30,7 @@ async def run_demo(settings: Settings, terminal: Terminal, message: str | None =
     """Run turns typed at the terminal (or just `message`); returns the exit status."""
     settings, config = read_agent_file(settings)
     store = await open_store(settings.database_url)
+    store.audit_redact = audit_redaction(settings, config)
     try:
         agent = await open_agent(settings, config)
     except BaseException:

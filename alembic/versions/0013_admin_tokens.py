@@ -2,7 +2,7 @@
 and the requests indexed by creation time, the order of the console's table.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-12-01
 
 """

@@ -5,7 +5,7 @@ surface (a Slack thread and a Slack approvals channel): their references are key
 surface and room, so each copy is edited when the request changes.
 
 Revision ID: 0014
-Revises: 0010
+Revises: 0013
 Create Date: 2026-12-01
 
 """

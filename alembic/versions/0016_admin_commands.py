@@ -2,7 +2,7 @@
 figures read a week of them, latest first).
 
 Revision ID: 0016
-Revises: 0010
+Revises: 0014
 Create Date: 2026-12-01
 
 """

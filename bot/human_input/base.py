@@ -11,7 +11,7 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import Context, ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -118,10 +118,11 @@ class HandlerState(ABC):
         by: str | None = None,
         at: datetime | None = None,
         proposal: str | None = None,
+        by_detail: Mapping[str, str] | None = None,
     ) -> Settlement:
         return Settlement(
             request_id, status, at or datetime.now(UTC), result, reason, by,
-            self.worker_id, proposal,
+            self.worker_id, proposal, by_detail,
         )  # fmt: skip
 
     def _spawn(self, coroutine: Awaitable[Any]) -> asyncio.Task[Any]:

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from bot.human_input.base import HandlerState
@@ -164,15 +164,34 @@ class Holding(HandlerState):
 
     # -- the async settles: answer, decline, expiry -------------------------------------------
 
-    async def answer(self, pending_id: str, result: str, *, by: str | None = None) -> bool:
+    async def answer(
+        self,
+        pending_id: str,
+        result: str,
+        *,
+        by: str | None = None,
+        by_detail: Mapping[str, str] | None = None,
+    ) -> bool:
         """Resolve and return once the outcome is recorded, True if it is this answer; works
         for requests held by other workers and not in memory here. The answer is checked by
-        the tool's validator first: AnswerInvalidError (nothing is settled) if it refuses."""
-        return await self._settle_awaited(pending_id, RequestStatus.RESOLVED, result, None, by)
+        the tool's validator first: AnswerInvalidError (nothing is settled) if it refuses.
+        `by_detail` (a display name, the surface) goes to the audit row."""
+        return await self._settle_awaited(
+            pending_id, RequestStatus.RESOLVED, result, None, by, by_detail
+        )
 
-    async def decline(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
+    async def decline(
+        self,
+        pending_id: str,
+        reason: str = "",
+        *,
+        by: str | None = None,
+        by_detail: Mapping[str, str] | None = None,
+    ) -> bool:
         """Reject and return once the outcome is recorded; works for requests not in memory."""
-        return await self._settle_awaited(pending_id, RequestStatus.REJECTED, None, reason, by)
+        return await self._settle_awaited(
+            pending_id, RequestStatus.REJECTED, None, reason, by, by_detail
+        )
 
     async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
         """Withdraw and return once recorded (its requester gave up on it); works for
@@ -195,6 +214,7 @@ class Holding(HandlerState):
         result: str | None,
         reason: str | None,
         by: str | None,
+        by_detail: Mapping[str, str] | None = None,
     ) -> bool:
         request = self._active.get(pending_id)
         if request is None and self.store is not None:
@@ -205,14 +225,14 @@ class Holding(HandlerState):
             if request is None:  # still not in memory here
                 if result is not None:
                     result = self._validated(record, result)
-                return await self._settle_unheld(record, status, result, reason, by)
+                return await self._settle_unheld(record, status, result, reason, by, by_detail)
         if request is None or request.status is not RequestStatus.PENDING:
             return False
         if request._flags & CLAIMED:
             return False
         if result is not None:
             result = self._validated(request, result)
-        settlement = self._settlement(request.id, status, result, reason, by)
+        settlement = self._settlement(request.id, status, result, reason, by, by_detail=by_detail)
         if self.store is None:
             self._apply(request, settlement)
             return True
@@ -226,10 +246,11 @@ class Holding(HandlerState):
         result: str | None,
         reason: str | None,
         by: str | None,
+        by_detail: Mapping[str, str] | None = None,
     ) -> bool:
         """Settle a request this worker does not have in memory: the row (or its holder) decides."""
         proposal = self._settlement(record.id, status, result, reason, by,
-                                    proposal=secrets.token_hex(8))  # fmt: skip
+                                    proposal=secrets.token_hex(8), by_detail=by_detail)  # fmt: skip
         won, here = await self._offer(proposal)
         request = self._active.get(record.id)
         if request is not None:  # a wait() loaded it meanwhile: wake it now, not at its deadline

@@ -361,11 +361,14 @@ class Router:
             log.error("no handler for channel %s of request %s", record.channel_id, record.id)
             return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
         by = interaction.user_id
+        who = {"surface": interaction.surface} if interaction.surface else {}
+        if interaction.name:
+            who["name"] = interaction.name
         try:
             if answer is not None:
-                won = await handler.answer(record.id, answer, by=by)
+                won = await handler.answer(record.id, answer, by=by, by_detail=who)
             else:
-                won = await handler.decline(record.id, reason or "", by=by)
+                won = await handler.decline(record.id, reason or "", by=by, by_detail=who)
         except StoreUnavailableError as err:  # nothing was recorded: the request stays open
             log.warning("could not record %s's answer to %s: %s", by, record.id, err)
             return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Executable, Row, bindparam, insert, select, u
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.records import GateRun, Grant
+from bot.redaction import redact
 from bot.store.tables import audit, gate_runs, grants, requests
 
 GET_RUN = select(gate_runs).where(gate_runs.c.key == bindparam("key"))
@@ -169,19 +170,22 @@ def grant_of(row: Row[Any]) -> Grant:
     )
 
 
-def grant_detail(grant: Grant) -> dict[str, Any]:
-    """What an audit line says of a grant (its scope's redacted values are digests)."""
+def grant_detail(grant: Grant, secret: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """What an audit line says of a grant (its scope's redacted values are digests, and the
+    audit log's `secret` keys redacted)."""
     return {
         "grant": grant.id,
         "tool_name": grant.tool_name,
         "room_id": grant.room_id,
         "grant_actor": grant.actor_id,
-        "arguments": grant.arguments,
+        "arguments": redact(grant.arguments, secret),
         "expires_at": grant.expires_at.isoformat(),
     }
 
 
-def add_grant(conn: Connection, statement: Executable, grant: Grant) -> Grant:
+def add_grant(
+    conn: Connection, statement: Executable, grant: Grant, secret: frozenset[str] = frozenset()
+) -> Grant:
     """Insert `grant` with its audit line; the grant its approval already made, if any."""
     values = {
         "id": grant.id,
@@ -204,7 +208,7 @@ def add_grant(conn: Connection, statement: Executable, grant: Grant) -> Grant:
         "action": "grant.created",
         "request_id": grant.request_id,
         "actor_id": grant.granted_by,
-        "detail": grant_detail(grant),
+        "detail": grant_detail(grant, secret),
     })  # fmt: skip
     return grant
 
@@ -233,7 +237,13 @@ def get_grant(conn: Connection, grant_id: str) -> Grant | None:
     return None if row is None else grant_of(row)
 
 
-def revoke_grant(conn: Connection, grant_id: str, by: str | None, at: datetime) -> Grant | None:
+def revoke_grant(
+    conn: Connection,
+    grant_id: str,
+    by: str | None,
+    at: datetime,
+    secret: frozenset[str] = frozenset(),
+) -> Grant | None:
     """Revoke a live grant with its audit line; the grant as revoked, None if none was live."""
     if conn.execute(REVOKE_GRANT, {"b_id": grant_id, "b_by": by, "b_at": at}).rowcount != 1:
         return None
@@ -244,6 +254,6 @@ def revoke_grant(conn: Connection, grant_id: str, by: str | None, at: datetime) 
         "action": "grant.revoked",
         "request_id": grant.request_id,
         "actor_id": by,
-        "detail": grant_detail(grant),
+        "detail": grant_detail(grant, secret),
     })  # fmt: skip
     return grant

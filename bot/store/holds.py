@@ -68,8 +68,14 @@ def heartbeat_upsert(dialect: str) -> Executable:
     return statement
 
 
-def propose(conn: Connection, settlement: Settlement, notify: bool, now: datetime) -> bool | None:
-    if settle(conn, settlement, notify, now):
+def propose(
+    conn: Connection,
+    settlement: Settlement,
+    notify: bool,
+    now: datetime,
+    secret: frozenset[str] = frozenset(),
+) -> bool | None:
+    if settle(conn, settlement, notify, now, secret):
         return True
     # Locked, so a holder's settle committing now comes before or after this, not between.
     status = conn.execute(LOCK_STATUS, {"request_id": settlement.request_id}).scalar()

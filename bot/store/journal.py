@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Executable, Row, bindparam, delete, insert, s
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.records import AuditEntry
+from bot.redaction import redact
 from bot.store.tables import audit, claims, health, requests, transcripts
 
 # A claim only has to outlive redeliveries of its event (Slack retries within minutes); older
@@ -96,13 +97,14 @@ def touch_health(conn: Connection, at: datetime, by: str | None) -> None:
         conn.execute(INSERT_HEALTH, {"id": HEALTH_ROW, "checked_at": at, "checked_by": by})
 
 
-def audit_values(entry: AuditEntry) -> dict[str, Any]:
+def audit_values(entry: AuditEntry, secret: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """An audit row's values, `secret` keys redacted from its detail at any depth."""
     return {
         "at": entry.at,
         "action": entry.action,
         "request_id": entry.request_id,
         "actor_id": entry.actor_id,
-        "detail": entry.detail,
+        "detail": redact(entry.detail, secret),
     }
 
 

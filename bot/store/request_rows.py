@@ -7,7 +7,7 @@ between them is by name, once, in `row_values` and `record_of`.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 
 from bot.records import NO_REFS, EscalationState, PendingInput, RequestStatus, Settlement
+from bot.redaction import redact, redact_text
 from bot.store.tables import PENDING, audit, holders, proposals, requests, transitions
 
 SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
@@ -131,7 +132,11 @@ def record_of(row: Row[Any]) -> PendingInput:
     return PendingInput(**values)
 
 
-def create(conn: Connection, record: PendingInput, holder: str | None) -> None:
+def create(
+    conn: Connection, record: PendingInput, holder: str | None, secret: frozenset[str] = frozenset()
+) -> None:
+    """The request with its transition and audit rows; the audit row keeps the arguments
+    shown (`secret` keys redacted) and where it was asked."""
     conn.execute(INSERT_REQUEST, row_values(record, holder))
     conn.execute(INSERT_TRANSITION, {
         "request_id": record.id,
@@ -148,16 +153,26 @@ def create(conn: Connection, record: PendingInput, holder: str | None) -> None:
         "actor_id": record.actor_id,
         "detail": {
             "tool_name": record.tool_name,
+            "arguments": redact(record.arguments, secret),
             "room_id": record.room_id,
             "channel_id": record.channel_id,
             "channel_type": record.channel_type,
+            "tool_call_id": record.tool_call_id,
             "detached": record.detached,
+            "expires_at": None if record.expires_at is None else record.expires_at.isoformat(),
         },
     })  # fmt: skip
 
 
-def settle(conn: Connection, settlement: Settlement, notify: bool, now: datetime) -> bool:
-    """The compare-and-set with its transition and audit rows, written only if it won."""
+def settle(
+    conn: Connection,
+    settlement: Settlement,
+    notify: bool,
+    now: datetime,
+    secret: frozenset[str] = frozenset(),
+) -> bool:
+    """The compare-and-set with its transition and audit rows, written only if it won (the
+    audit row's answer with `secret` keys redacted)."""
     won = conn.execute(SETTLE, {
         "request_id": settlement.request_id,
         "new_status": settlement.status.value,
@@ -183,9 +198,14 @@ def settle(conn: Connection, settlement: Settlement, notify: bool, now: datetime
     })  # fmt: skip
     detail = {
         key: value
-        for key, value in (("result", settlement.result), ("reason", settlement.reason))
+        for key, value in (
+            ("result", redact_text(settlement.result, secret)),
+            ("reason", settlement.reason),
+        )
         if value is not None
     }
+    if settlement.by_detail:  # who, as people know them: a display name, the surface
+        detail.update(settlement.by_detail)
     conn.execute(INSERT_AUDIT, {
         "at": settlement.at,
         "action": f"request.{settlement.status.value}",
@@ -199,7 +219,16 @@ def settle(conn: Connection, settlement: Settlement, notify: bool, now: datetime
 
 
 def set_message_ref(conn: Connection, request_id: str, surface: str, ref: dict[str, Any]) -> None:
+    """Keep where `surface` posted the request; its first post is audited as delivered."""
     refs = conn.execute(LOCK_MESSAGE_REFS, {"request_id": request_id}).scalar()
     if refs is None:
         raise KeyError(request_id)
     conn.execute(SET_MESSAGE_REFS, {"request_id": request_id, "refs": {**refs, surface: ref}})
+    if surface not in refs:
+        conn.execute(INSERT_AUDIT, {
+            "at": datetime.now(UTC),
+            "action": "request.delivered",
+            "request_id": request_id,
+            "actor_id": None,
+            "detail": {"surface": surface, "ref": ref},
+        })  # fmt: skip

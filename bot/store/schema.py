@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     CheckConstraint,
     DateTime,
     Dialect,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -32,6 +34,7 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+UNSEALED = text("chain_seq IS NULL")
 STATUS_VALUES = ", ".join(f"'{status.value}'" for status in RequestStatus)
 
 # JSONB on PostgreSQL (binary, indexable); SQLite stores JSON as text.
@@ -140,9 +143,17 @@ class TransitionRow(Base):
 
 class AuditRow(Base):
     """The append-only audit log. No foreign key: it outlives requests and records attempts
-    on ids that never existed."""
+    on ids that never existed. Rows are inserted unsealed; the sealer (bot/audit_chain.py)
+    gives each its place in the hash chain after commit."""
 
     __tablename__ = "audit_log"
+    __table_args__ = (
+        # The chain's order, and its head (the highest): one row per place.
+        Index("ix_audit_log_chain_seq", "chain_seq", unique=True),
+        # What the sealer has left to do, oldest first, without walking the sealed rows.
+        Index("ix_audit_log_unsealed", "id", sqlite_where=UNSEALED, postgresql_where=UNSEALED),
+        Index("ix_audit_log_at", "at"),  # --since / --until
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -150,6 +161,9 @@ class AuditRow(Base):
     request_id: Mapped[str | None] = mapped_column(String, index=True)
     actor_id: Mapped[str | None] = mapped_column(String)
     detail: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict, server_default="{}")
+    chain_seq: Mapped[int | None] = mapped_column(BigInteger)
+    prev_hash: Mapped[str | None] = mapped_column(String)
+    hash: Mapped[str | None] = mapped_column(String)
 
 
 class TranscriptRow(Base):

@@ -74,6 +74,8 @@ class SqlStore:
         self._receive = inbox_rows.insert_new(dialect)
         self._claim_run, self._add_grant = gate_rows.inserts(dialect)
         self._notify = dialect == "postgresql"
+        # Argument keys whose values audit rows never keep (bot/redaction.py), set at startup.
+        self.audit_redact: frozenset[str] = frozenset()
         self._claims = 0
         self._beats = 0
         self._closed = False
@@ -104,14 +106,16 @@ class SqlStore:
     async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None:
         """Insert the request with its `created` transition and audit rows; `holder` is the
         worker deciding its settles (bot/human_input/holding.py), if any."""
-        await self._write(request_rows.create, record, holder)
+        await self._write(request_rows.create, record, holder, self.audit_redact)
 
     async def settle(self, settlement: Settlement) -> bool:
         """Compare-and-set pending -> `settlement.status`; True only for the one settle that won.
         A request held by a live worker other than `settlement.worker` does not match."""
         if settlement.status is RequestStatus.PENDING:
             raise ValueError("a settle must leave 'pending'")
-        return await self._write(request_rows.settle, settlement, self._notify, datetime.now(UTC))
+        return await self._write(
+            request_rows.settle, settlement, self._notify, datetime.now(UTC), self.audit_redact
+        )
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         row = await self._read(first, request_rows.GET_REQUEST, {"request_id": request_id})
@@ -153,7 +157,8 @@ class SqlStore:
         """Settle, or hand the settle to the live worker holding the request (None)."""
         if settlement.proposal is None:
             raise ValueError("a proposal needs an id")
-        return await self._write(holds.propose, settlement, self._notify, datetime.now(UTC))
+        now = datetime.now(UTC)
+        return await self._write(holds.propose, settlement, self._notify, now, self.audit_redact)
 
     async def decision(self, settlement: Settlement) -> Decision:
         return await self._write(holds.decision, settlement, datetime.now(UTC))
@@ -181,7 +186,8 @@ class SqlStore:
 
     async def append_audit(self, entry: AuditEntry) -> None:
         """Append one audit line; the database assigns its id (`entry.id` is ignored)."""
-        await self._write(execute, journal.INSERT_AUDIT, journal.audit_values(entry))
+        values = journal.audit_values(entry, self.audit_redact)
+        await self._write(execute, journal.INSERT_AUDIT, values)
 
     async def list_audit(
         self, *, request_id: str | None = None, actor_id: str | None = None,
@@ -269,7 +275,7 @@ class SqlStore:
 
     async def add_grant(self, grant: Grant) -> Grant:
         """Insert `grant` with its audit line (the one its approval made, if there is one)."""
-        return await self._write(gate_rows.add_grant, self._add_grant, grant)
+        return await self._write(gate_rows.add_grant, self._add_grant, grant, self.audit_redact)
 
     async def live_grants(
         self, room_id: str, actor_id: str | None, tool_name: str, now: datetime
@@ -286,7 +292,7 @@ class SqlStore:
 
     async def revoke_grant(self, grant_id: str, by: str | None, at: datetime) -> Grant | None:
         """Revoke a live grant, with its audit line; None if no live grant has that id."""
-        return await self._write(gate_rows.revoke_grant, grant_id, by, at)
+        return await self._write(gate_rows.revoke_grant, grant_id, by, at, self.audit_redact)
 
     # -- runs ---------------------------------------------------------------------------------
 

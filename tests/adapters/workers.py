@@ -426,7 +426,7 @@ class Cluster:
     async def settle_actions(self, request_id: str) -> list[str]:
         """The audit's settle actions of a request (request.resolved, request.timed_out…)."""
         audit = await self.store.list_audit(request_id=request_id)
-        return [e.action for e in audit if e.action != "request.created"]
+        return [e.action for e in audit if e.action not in ("request.created", "request.delivered")]
 
 
 def pending(record: RequestRecord | None) -> bool:

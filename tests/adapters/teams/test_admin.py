@@ -82,4 +82,5 @@ async def test_admin_views_are_answered_only_in_a_personal_chat(env: Env) -> Non
     assert f"requestApproval for {ALICE.name} in teams:" in everywhere
     await env.say("hitl audit requestApproval 1h", conversation_id=ADMIN_CHAT, user=ADMIN)
     audit = await admin.reply(2)
-    assert audit.startswith("The latest 1 audit line(s):") and "request.created" in audit
+    assert audit.startswith("The latest 2 audit line(s):")
+    assert "request.created" in audit and "request.delivered" in audit

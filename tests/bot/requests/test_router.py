@@ -91,6 +91,28 @@ async def test_a_stranger_is_refused_with_whose_it_is_and_audited(
     assert request_id in human.handler.pending
 
 
+async def test_the_audit_row_of_an_answer_names_who_as_people_know_them(
+    human: HumanInputToolHandler, router: Router, store: SqlStore
+) -> None:
+    """Answered or declined: the row keeps the platform id, the display name and the surface."""
+    request_id = await _ask(human, "requestApproval", APPROVAL)
+    click = Interaction(request_id, ACTOR, Verb.APPROVE, surface="slack", name="Alice A.")
+    assert isinstance(await router.handle(click), Settled)
+    other = await _ask(human, "requestApproval", APPROVAL)
+    inputs = {"reason": "not today"}
+    no = Interaction(other, APPROVER, Verb.DECLINE, inputs, surface="teams", name="Bob B.")
+    assert isinstance(await router.handle(no), Settled)
+    (answered,) = [e for e in await store.list_audit(request_id=request_id)
+                   if e.action == "request.resolved"]  # fmt: skip
+    assert answered.actor_id == ACTOR
+    assert answered.detail == {"result": '{"approved":true}', "surface": "slack",
+                               "name": "Alice A."}  # fmt: skip
+    (declined,) = [e for e in await store.list_audit(request_id=other)
+                   if e.action == "request.rejected"]  # fmt: skip
+    assert declined.actor_id == APPROVER
+    assert declined.detail == {"reason": "not today", "surface": "teams", "name": "Bob B."}
+
+
 async def test_an_approver_or_one_of_the_actors_other_ids_may_answer(
     human: HumanInputToolHandler, router: Router
 ) -> None:

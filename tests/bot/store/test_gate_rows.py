@@ -91,3 +91,12 @@ async def test_a_grant_is_revoked_once(store: SqlStore, database: Database) -> N
     assert await store.revoke_grant("g-none", "U0", NOW) is None
     (line,) = [e for e in await store.list_audit() if e.action == "grant.revoked"]
     assert line.actor_id == revoked.revoked_by and line.detail["grant"] == "g1"
+
+
+async def test_the_audit_lines_of_a_grant_redact_the_audit_log_s_keys(store: SqlStore) -> None:
+    store.audit_redact = frozenset({"api_key"})
+    scoped = grant("g1", arguments={"env": "prod", "API_KEY": "k-123"})
+    assert await store.add_grant(scoped) == scoped  # the grant itself keeps its scope
+    await store.revoke_grant("g1", "U0ADMIN", NOW)
+    lines = [e for e in await store.list_audit() if e.action.startswith("grant.")]
+    assert [e.detail["arguments"] for e in lines] == [{"env": "prod", "API_KEY": "[redacted]"}] * 2

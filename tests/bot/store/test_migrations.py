@@ -19,6 +19,7 @@ from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.audit_chain import seal_chain, verify_chain
 from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token, Vote
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.copies import CopyTables
@@ -380,6 +381,37 @@ async def test_0016_admin_commands_up_and_down(database: Database, engine: Async
     async with engine.connect() as conn:
         assert "ix_requests_settled_at" not in await conn.run_sync(indexes)
     assert await row_count(engine, "requests") == 1
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0011_audit_chain_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0011 adds the chain's columns: rows written before it are sealed by the first sealer,
+    in id order, and verify; its downgrade drops the columns and keeps the rows."""
+    await upgrade(database.url, "0010", schema=database.schema)
+    old = sa.table("audit_log", sa.column("at", UTCDateTime()), sa.column("action"),
+                   sa.column("detail", JsonType))  # fmt: skip
+    async with engine.begin() as conn:
+        for action in ("request.created", "request.resolved"):
+            await conn.execute(sa.insert(old).values(
+                at=datetime.now(UTC), action=action, detail={}
+            ))  # fmt: skip
+    await upgrade(database.url, "0011", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        assert await seal_chain(store) == 2
+        report = await verify_chain(store)
+        assert report.intact and report.checked == 2
+    finally:
+        await store.close()
+    await downgrade(database.url, "0010", schema=database.schema)
+    assert await row_count(engine, "audit_log") == 2
+    async with engine.connect() as conn:
+        columns = await conn.run_sync(
+            lambda sync: {c["name"] for c in inspect(sync).get_columns("audit_log")}
+        )
+    assert not {"chain_seq", "prev_hash", "hash"} & columns
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
