@@ -119,7 +119,7 @@ def sign_in_and_browse(driver: WebDriver, url: str, shots: Path, downloads: Path
     assert driver.find_element(By.ID, "holder").text == "HITL_ADMIN_TOKEN"
 
     # The overview: the chain's status, and both charts drawn (points per day, bars per tool).
-    assert "chain verification: not configured" in driver.find_element(By.ID, "chain").text
+    assert "chain verification: intact" in driver.find_element(By.ID, "chain").text
     medians = driver.find_elements(By.CSS_SELECTOR, "svg.decision-times circle.point.median")
     p95s = driver.find_elements(By.CSS_SELECTOR, "svg.decision-times circle.point.p95")
     assert len(medians) == len(p95s) == 3  # three days with decisions

@@ -11,8 +11,12 @@ from dataclasses import dataclass
 
 import aiohttp
 import pytest
+from sqlalchemy import update
 
 from adapters.admin.app import SECURITY_HEADERS
+from bot.audit_chain import ChainCheck as AuditChainCheck
+from bot.store import SqlStore
+from bot.store.tables import audit
 from tests.adapters.admin.conftest import ENV_TOKEN, SCRIPT, Serve, Served, fill
 
 
@@ -235,3 +239,26 @@ async def test_the_csv_export_follows_the_filter(
     assert [row["outcome"] for row in rows] == ["answered", "declined", "answered"]
     async with client.get(f"{served.url}/admin/requests.csv?status=nope") as bad:
         assert bad.status == 400
+
+
+async def test_the_overview_names_the_first_tampered_row(
+    serve: Serve, store: SqlStore, client: aiohttp.ClientSession
+) -> None:
+    """The chain's status as `audit verify` reads it: intact, then the edited row named."""
+    served = await serve(chain=AuditChainCheck(store, max_age=0))
+    await fill(store)
+
+    async def overview() -> str:
+        async with client.get(f"{served.url}/admin/") as page:
+            return await page.text()
+
+    assert "chain verification: intact" in await overview()
+    first = (await store.list_audit(limit=1_000))[-1]
+    await store.write(
+        lambda conn: conn.execute(
+            update(audit).where(audit.c.id == first.id).values(detail={"forged": True})
+        )
+    )
+    status = await overview()
+    assert f"row id {first.id} (chain_seq 1, {first.action}" in status
+    assert "content changed" in status
