@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.adapters.slack.conftest import ALICE, CHANNEL, SECRET, WAIT
@@ -308,6 +308,12 @@ ATTEMPTS = st.one_of(
 )  # fmt: skip
 
 
+SERVED_EXAMPLE = Attempt("slack signed", "POST", "/slack/events",
+                         json.dumps(real_payloads()[0]).encode(), {"Content-Type": JSON_TYPE},
+                         signed=True)  # fmt: skip
+REFUSED_EXAMPLE = Attempt("slack signed", "POST", "/slack/events", b"{not json",
+                          {"Content-Type": JSON_TYPE}, signed=True)  # fmt: skip
+
 # -- the test ------------------------------------------------------------------------------------
 
 
@@ -343,6 +349,10 @@ async def test_no_input_on_any_route_is_a_500_or_a_traceback(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(ATTEMPTS)
+    # Served and refused, whatever the draw: six routes share the examples, so luck alone
+    # could leave the signed route without one of each.
+    @example(SERVED_EXAMPLE)
+    @example(REFUSED_EXAMPLE)
     def check(attempt: Attempt) -> None:
         status = on_loop(send(attempt))
         sent.append(attempt)
