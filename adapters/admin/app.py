@@ -8,6 +8,7 @@ among them). Access and sessions: adapters/admin/access.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Awaitable, Callable
@@ -58,6 +59,9 @@ SECURITY_HEADERS = {
 }
 
 
+CHAIN_WAIT = 2.0  # seconds the overview waits for the audit chain's walk
+
+
 class ChainReport(Protocol):
     """What the audit chain's verification reports (bot/audit_chain.py's ChainReport)."""
 
@@ -86,6 +90,7 @@ class ChainShown:
     problem: str | None = None
     first_bad_id: int | None = None
     failed: str | None = None
+    running: bool = False  # a walk is under way (a long chain): its result shows next time
 
 
 class AdminConsole:
@@ -103,6 +108,7 @@ class AdminConsole:
     ) -> None:
         self.log = log
         self.chain = chain
+        self._walk: asyncio.Future[ChainReport] | None = None  # the chain's latest walk
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=True,
             undefined=StrictUndefined,
@@ -199,10 +205,16 @@ class AdminConsole:
         return response
 
     async def _chain(self) -> ChainShown | None:
+        """The chain's status, waiting at most CHAIN_WAIT seconds: a million rows take half a
+        minute to walk, and the page must not. The walk goes on, and a later page shows it."""
         if self.chain is None:
             return None
+        if self._walk is None or self._walk.done():
+            self._walk = asyncio.ensure_future(self.chain())
         try:
-            report = await self.chain()
+            report = await asyncio.wait_for(asyncio.shield(self._walk), CHAIN_WAIT)
+        except TimeoutError:
+            return ChainShown(running=True)
         except Exception as err:  # the page still shows, saying the check failed and why
             return ChainShown(failed=one_line(f"{type(err).__name__}: {err}"))
         return ChainShown(report.checked, report.intact, report.problem, report.first_bad_id)

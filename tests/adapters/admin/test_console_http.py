@@ -3,6 +3,7 @@ signing in and out, the pages, the CSV export, the security headers."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import re
@@ -13,8 +14,10 @@ import aiohttp
 import pytest
 from sqlalchemy import update
 
+from adapters.admin import app as admin_app
 from adapters.admin.app import SECURITY_HEADERS
 from bot.audit_chain import ChainCheck as AuditChainCheck
+from bot.audit_chain import ChainReport
 from bot.store import SqlStore
 from bot.store.tables import audit
 from tests.adapters.admin.conftest import ENV_TOKEN, SCRIPT, Serve, Served, fill
@@ -262,3 +265,27 @@ async def test_the_overview_names_the_first_tampered_row(
     status = await overview()
     assert f"row id {first.id} (chain_seq 1, {first.action}" in status
     assert "content changed" in status
+
+
+async def test_a_long_walk_does_not_hold_the_page(
+    serve: Serve,
+    store: SqlStore,
+    client: aiohttp.ClientSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The overview waits a moment for the chain's walk, then shows that it is under way;
+    the walk goes on, and the next page shows what it found."""
+    check = AuditChainCheck(store, max_age=0)
+    release = asyncio.Event()
+
+    async def slow_walk() -> ChainReport:
+        await release.wait()  # a million rows take about half a minute
+        return await check()
+
+    monkeypatch.setattr(admin_app, "CHAIN_WAIT", 0.05)
+    served = await serve(chain=slow_walk)
+    async with client.get(f"{served.url}/admin/") as page:
+        assert "chain verification: under way" in await page.text()
+    release.set()
+    async with client.get(f"{served.url}/admin/") as page:
+        assert "chain verification: intact" in await page.text()
