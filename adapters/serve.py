@@ -174,6 +174,7 @@ class Server:
         self.settings = settings
         self.service = service
         self.runner = runner
+        self._stopped = False
         self.socket_mode: AsyncSocketModeHandler | None = None
 
     @classmethod
@@ -232,8 +233,12 @@ class Server:
         """Stop taking requests, let those in flight (acks) finish, then close the rest.
 
         Open requests stay pending and runs are released for another worker (or this one,
-        restarted) to resume: a shutdown is not an answer (DESIGN.md §3).
+        restarted) to resume: a shutdown is not an answer (DESIGN.md §3). A second call does
+        nothing (the store is closed by the first).
         """
+        if self._stopped:
+            return
+        self._stopped = True
         self.service.ready = False
         self.service.bridge.suspend()
         if self.socket_mode is not None:

@@ -8,21 +8,37 @@ the request (`settled_proposal`), which is how its sender learns it won.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Executable, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Executable,
+    String,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.records import Decision, RequestStatus, Settlement
+from bot.store.prepared import execute
 from bot.store.request_rows import (
     DELETE_PROPOSAL,
     HELD_BY_LIVE_WORKER,
     MAY_SETTLE,
-    NOTIFY,
+    SETTLE,
     SETTLED_CHANNEL,
+    audit_of,
     settle,
 )
+from bot.store.schema import UTCDateTime
 from bot.store.tables import PENDING, holders, proposals, requests
 
 # Heartbeats of workers gone for this long are deleted, every PRUNE_EVERY beats of a worker.
@@ -32,7 +48,15 @@ PRUNE_EVERY = 100
 _REQUEST = requests.c.id == bindparam("request_id")
 LOCK_STATUS = select(requests.c.status).where(_REQUEST).with_for_update()
 STATUS = select(requests.c.status).where(_REQUEST)
-INSERT_PROPOSAL = insert(proposals)
+INSERT_PROPOSAL = insert(proposals).values(
+    id=bindparam("proposal"),
+    request_id=bindparam("request_id"),
+    status=bindparam("new_status"),
+    result=bindparam("new_result"),
+    reason=bindparam("new_reason"),
+    by=bindparam("new_by"),
+    at=bindparam("new_at"),
+)
 PROPOSALS = (
     select(proposals)
     .where(proposals.c.request_id == bindparam("request_id"))
@@ -68,31 +92,54 @@ def heartbeat_upsert(dialect: str) -> Executable:
     return statement
 
 
-def propose(
-    conn: Connection,
-    settlement: Settlement,
-    notify: bool,
-    now: datetime,
-    secret: frozenset[str] = frozenset(),
-) -> bool | None:
-    if settle(conn, settlement, notify, now, secret):
+def propose(conn: Connection, values: Mapping[str, Any]) -> bool | None:
+    """SQLite: settle (`settle_values`), or hand the settle to the request's holder."""
+    if settle(conn, values):
         return True
     # Locked, so a holder's settle committing now comes before or after this, not between.
-    status = conn.execute(LOCK_STATUS, {"request_id": settlement.request_id}).scalar()
+    status = conn.execute(LOCK_STATUS, {"request_id": values["request_id"]}).scalar()
     if status != PENDING:
         return False
-    conn.execute(INSERT_PROPOSAL, {
-        "id": settlement.proposal,
-        "request_id": settlement.request_id,
-        "status": settlement.status.value,
-        "result": settlement.result,
-        "reason": settlement.reason,
-        "by": settlement.by,
-        "at": settlement.at,
-    })  # fmt: skip
-    if notify:  # wakes the holder (through follow())
-        conn.execute(NOTIFY, {"channel": SETTLED_CHANNEL, "id": settlement.request_id})
+    execute(conn, INSERT_PROPOSAL, values)
     return None
+
+
+# PostgreSQL, in one statement: the compare-and-set with its audit row if it won; if not, and
+# the request is still pending (its row locked, as above), the proposal; either way, the
+# NOTIFY that wakes the holder and the waiter. No row comes back when neither happened.
+_won = SETTLE.returning(requests.c.id).cte("won")
+_logged = audit_of(_won, bindparam("action", type_=String())).cte("logged")
+_still_open = (
+    select(requests.c.id)
+    .where(_REQUEST, requests.c.status == PENDING, ~exists().select_from(_won))
+    .with_for_update()
+    .cte("still_open")
+)
+_handed = (
+    insert(proposals)
+    .from_select(
+        ["id", "request_id", "status", "result", "reason", "by", "at"],
+        select(
+            bindparam("proposal", type_=String()),
+            _still_open.c.id,
+            bindparam("new_status", type_=String()),
+            bindparam("new_result", type_=String()),
+            bindparam("new_reason", type_=String()),
+            bindparam("new_by", type_=String()),
+            bindparam("new_at", type_=UTCDateTime()),
+        ).select_from(_still_open),
+    )
+    .returning(proposals.c.id)
+    .cte("handed")
+)
+PROPOSE_ONE = (
+    select(
+        exists().select_from(_won).label("won"),
+        func.pg_notify(SETTLED_CHANNEL, bindparam("request_id")),
+    )
+    .where(or_(exists().select_from(_won), exists().select_from(_handed)))
+    .add_cte(_logged)
+)
 
 
 def decision(conn: Connection, settlement: Settlement, now: datetime) -> Decision:

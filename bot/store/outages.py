@@ -3,6 +3,7 @@ caller reports as unavailable) rather than "this call was wrong"."""
 
 from __future__ import annotations
 
+import asyncpg
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 # SQLSTATE classes and codes of a database that is there but cannot take the call right now:
@@ -29,3 +30,15 @@ def first_line(err: BaseException) -> str:
     cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
     lines = str(cause).strip().splitlines()
     return lines[0] if lines else type(cause).__name__
+
+
+def closed_before_sending(err: BaseException) -> bool:
+    """Whether `err` is asyncpg refusing to send on a connection it already knew was closed
+    (the server ended it while it sat idle in the pool, a restart): nothing of the call was
+    committed (a transaction under way dies with its connection), so it may run again on a
+    fresh one. A connection lost in the middle of a statement is not this (asyncpg says
+    "closed in the middle of operation"): that call's outcome is unknown."""
+    if not isinstance(err, DBAPIError) or not err.connection_invalidated or err.orig is None:
+        return False
+    cause = err.orig.__cause__
+    return isinstance(cause, asyncpg.InterfaceError) and "connection is closed" in str(cause)

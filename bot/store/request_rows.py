@@ -1,23 +1,33 @@
 """The `requests` table: create, the settle's compare-and-set, and the reads of requests.
 
 A row and a `PendingInput` (the store's `RequestRecord`) carry the same names: the mapping
-between them is by name, once, in `row_values` and `record_of`.
+between them is by name, once, in `row_values` and `record_of`. A request's transitions are its
+audit rows (request.created, then request.<status>): written in the same transaction as the
+change they record, so there is no second table repeating them.
+
+Each write is one transaction. On SQLite it is a body of a few statements run in the store's
+lane (bot/store/sqlite_lane.py) on the raw connection (bot/store/prepared.py). On PostgreSQL it
+is one statement, its steps data-modifying CTEs (`CREATE_ONE`, `SETTLE_ONE`): one round trip,
+in autocommit, and as atomic as the body.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     Connection,
     Row,
+    String,
     bindparam,
     delete,
     exists,
     func,
     insert,
+    literal,
     or_,
     select,
     update,
@@ -25,7 +35,9 @@ from sqlalchemy import (
 
 from bot.records import NO_REFS, EscalationState, PendingInput, RequestStatus, Settlement
 from bot.redaction import redact, redact_text
-from bot.store.tables import PENDING, audit, holders, proposals, requests, transitions
+from bot.store.prepared import execute
+from bot.store.schema import JsonType, UTCDateTime
+from bot.store.tables import PENDING, audit, holders, proposals, requests
 
 SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
 
@@ -33,10 +45,10 @@ SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the req
 RECORD_COLUMNS = tuple(
     f.name for f in dataclasses.fields(PendingInput) if f.init and f.name in requests.c
 )
+AUDIT_COLUMNS = ("at", "action", "request_id", "actor_id", "detail")
 
-INSERT_REQUEST = insert(requests)
-INSERT_TRANSITION = insert(transitions)
-INSERT_AUDIT = insert(audit)
+INSERT_REQUEST = insert(requests).values({c.key: bindparam(c.key) for c in requests.c})
+INSERT_AUDIT = insert(audit).values({name: bindparam(name) for name in AUDIT_COLUMNS})
 NOTIFY = select(func.pg_notify(bindparam("channel"), bindparam("id")))
 
 # The row's holder is a live worker: its heartbeat has not lapsed (bot/human_input/holding.py).
@@ -64,6 +76,39 @@ SETTLE = (
     )
 )
 DELETE_PROPOSAL = delete(proposals).where(proposals.c.id == bindparam("proposal"))
+
+
+def audit_of(source: Any, action: Any) -> Any:
+    """INSERT INTO audit_log ... SELECT the audit values, one row per row of `source` (a CTE
+    whose `id` is the request's): the audit row is written exactly when `source` has a row."""
+    return insert(audit).from_select(
+        list(AUDIT_COLUMNS),
+        select(
+            bindparam("at", type_=UTCDateTime()),
+            action,
+            source.c.id,
+            bindparam("actor_id", type_=String()),
+            bindparam("detail", type_=JsonType),
+        ).select_from(source),
+    )
+
+
+# PostgreSQL: the request and its audit row in one statement.
+_created = INSERT_REQUEST.returning(requests.c.id).cte("created")
+_created_logged = audit_of(_created, literal("request.created")).returning(audit.c.id)
+CREATE_ONE = select(func.count()).select_from(_created_logged.cte("created_logged"))
+
+# PostgreSQL: the compare-and-set; if it won, the proposal it applied deleted, its audit row,
+# and the NOTIFY (delivered at commit, to every worker listening: the waiter may be elsewhere).
+_won = SETTLE.returning(requests.c.id).cte("won")
+_applied = DELETE_PROPOSAL.where(exists().select_from(_won)).cte("applied")
+_settled_logged = audit_of(_won, bindparam("action", type_=String())).cte("settled_logged")
+SETTLE_ONE = (
+    select(func.pg_notify(SETTLED_CHANNEL, _won.c.id))
+    .select_from(_won)
+    .add_cte(_applied, _settled_logged)
+)
+
 GET_REQUEST = select(requests).where(requests.c.id == bindparam("request_id"))
 LIST_PENDING = (
     select(requests)
@@ -118,84 +163,44 @@ def row_values(record: PendingInput, holder: str | None) -> dict[str, Any]:
     values = {name: getattr(record, name) for name in RECORD_COLUMNS}
     values["status"] = record.status.value
     values["held_by"] = holder
+    values["settled_proposal"] = None
     values["escalation_step"] = record.escalation_step
     values["next_escalation_at"] = record.next_escalation_at
     return values
 
 
-def record_of(row: Row[Any]) -> PendingInput:
-    values = {name: getattr(row, name) for name in RECORD_COLUMNS}
+def record_of(row: Row[Any] | Mapping[str, Any]) -> PendingInput:
+    columns = cast(Mapping[str, Any], row._mapping if isinstance(row, Row) else row)
+    values = {name: columns[name] for name in RECORD_COLUMNS}
     values["status"] = RequestStatus(values["status"])
     values["message_refs"] = values["message_refs"] or NO_REFS
-    if row.escalation_step or row.next_escalation_at is not None:
-        values["escalation"] = EscalationState(row.escalation_step, row.next_escalation_at)
+    if columns["escalation_step"] or columns["next_escalation_at"] is not None:
+        step, next_at = columns["escalation_step"], columns["next_escalation_at"]
+        values["escalation"] = EscalationState(step, next_at)
     return PendingInput(**values)
 
 
-def create(
-    conn: Connection, record: PendingInput, holder: str | None, secret: frozenset[str] = frozenset()
-) -> None:
-    """The request with its transition and audit rows; the audit row keeps the arguments
-    shown (`secret` keys redacted) and where it was asked."""
-    conn.execute(INSERT_REQUEST, row_values(record, holder))
-    conn.execute(INSERT_TRANSITION, {
-        "request_id": record.id,
-        "from_status": None,
-        "to_status": record.status.value,
-        "at": record.created_at,
-        "by": record.actor_id,
-        "detail": {},
+def created_values(
+    record: PendingInput, holder: str | None, secret: frozenset[str]
+) -> dict[str, Any]:
+    """The row and its audit row's values: the arguments shown (`secret` keys redacted) and
+    where it was asked."""
+    values = row_values(record, holder)
+    values.update(at=record.created_at, actor_id=record.actor_id, detail={
+        "tool_name": record.tool_name,
+        "arguments": redact(record.arguments, secret),
+        "room_id": record.room_id,
+        "channel_id": record.channel_id,
+        "channel_type": record.channel_type,
+        "tool_call_id": record.tool_call_id,
+        "detached": record.detached,
+        "expires_at": None if record.expires_at is None else record.expires_at.isoformat(),
     })  # fmt: skip
-    conn.execute(INSERT_AUDIT, {
-        "at": record.created_at,
-        "action": "request.created",
-        "request_id": record.id,
-        "actor_id": record.actor_id,
-        "detail": {
-            "tool_name": record.tool_name,
-            "arguments": redact(record.arguments, secret),
-            "room_id": record.room_id,
-            "channel_id": record.channel_id,
-            "channel_type": record.channel_type,
-            "tool_call_id": record.tool_call_id,
-            "detached": record.detached,
-            "expires_at": None if record.expires_at is None else record.expires_at.isoformat(),
-        },
-    })  # fmt: skip
+    return values
 
 
-def settle(
-    conn: Connection,
-    settlement: Settlement,
-    notify: bool,
-    now: datetime,
-    secret: frozenset[str] = frozenset(),
-) -> bool:
-    """The compare-and-set with its transition and audit rows, written only if it won (the
-    audit row's answer with `secret` keys redacted)."""
-    won = conn.execute(SETTLE, {
-        "request_id": settlement.request_id,
-        "new_status": settlement.status.value,
-        "new_result": settlement.result,
-        "new_reason": settlement.reason,
-        "new_by": settlement.by,
-        "new_at": settlement.at,
-        "proposal": settlement.proposal,
-        "worker": settlement.worker,
-        "now": now,
-    })  # fmt: skip
-    if won.rowcount != 1:
-        return False
-    if settlement.proposal is not None:  # applied: the proposal is done with
-        conn.execute(DELETE_PROPOSAL, {"proposal": settlement.proposal})
-    conn.execute(INSERT_TRANSITION, {
-        "request_id": settlement.request_id,
-        "from_status": PENDING,
-        "to_status": settlement.status.value,
-        "at": settlement.at,
-        "by": settlement.by,
-        "detail": {} if settlement.reason is None else {"reason": settlement.reason},
-    })  # fmt: skip
+def settle_values(settlement: Settlement, now: datetime, secret: frozenset[str]) -> dict[str, Any]:
+    """The compare-and-set's values and its audit row's (the answer, `secret` keys redacted)."""
     detail = {
         key: value
         for key, value in (
@@ -206,15 +211,37 @@ def settle(
     }
     if settlement.by_detail:  # who, as people know them: a display name, the surface
         detail.update(settlement.by_detail)
-    conn.execute(INSERT_AUDIT, {
+    return {
+        "request_id": settlement.request_id,
+        "new_status": settlement.status.value,
+        "new_result": settlement.result,
+        "new_reason": settlement.reason,
+        "new_by": settlement.by,
+        "new_at": settlement.at,
+        "proposal": settlement.proposal,
+        "worker": settlement.worker,
+        "now": now,
         "at": settlement.at,
         "action": f"request.{settlement.status.value}",
-        "request_id": settlement.request_id,
         "actor_id": settlement.by,
         "detail": detail,
-    })  # fmt: skip
-    if notify:  # delivered at commit, to every worker listening: the waiter may be elsewhere
-        conn.execute(NOTIFY, {"channel": SETTLED_CHANNEL, "id": settlement.request_id})
+    }
+
+
+def create(conn: Connection, values: Mapping[str, Any]) -> None:
+    """SQLite: the request and its audit row (`created_values`)."""
+    execute(conn, INSERT_REQUEST, values)
+    execute(conn, INSERT_AUDIT, {**values, "action": "request.created", "request_id": values["id"]})
+
+
+def settle(conn: Connection, values: Mapping[str, Any]) -> bool:
+    """SQLite: the compare-and-set (`settle_values`) and, only if it won, its audit row (and
+    the proposal it applied, deleted)."""
+    if execute(conn, SETTLE, values).rowcount != 1:
+        return False
+    if values["proposal"] is not None:
+        execute(conn, DELETE_PROPOSAL, values)
+    execute(conn, INSERT_AUDIT, values)
     return True
 
 

@@ -125,22 +125,6 @@ class RequestRow(Base):
     next_escalation_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class TransitionRow(Base):
-    """Every status change of a request, creation included (from_status NULL)."""
-
-    __tablename__ = "transitions"
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
-    request_id: Mapped[str] = mapped_column(
-        ForeignKey("requests.id", ondelete="CASCADE"), index=True
-    )
-    from_status: Mapped[str | None] = mapped_column(String)
-    to_status: Mapped[str] = mapped_column(String)
-    at: Mapped[datetime] = mapped_column(UTCDateTime)
-    by: Mapped[str | None] = mapped_column(String)
-    detail: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict, server_default="{}")
-
-
 class AuditRow(Base):
     """The append-only audit log. No foreign key: it outlives requests and records attempts
     on ids that never existed. Rows are inserted unsealed; the sealer (bot/audit_chain.py)

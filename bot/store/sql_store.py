@@ -1,14 +1,20 @@
-"""`SqlStore`: the `RequestStore` the core talks to, on SQLite (aiosqlite) or PostgreSQL (asyncpg).
+"""`SqlStore`: the `RequestStore` the core talks to, on SQLite or PostgreSQL (asyncpg).
 
-Every public method is one transaction. A settle is a single compare-and-set UPDATE; its
-transition and audit rows are written in the same transaction only when it won, so exactly one
-settle of a request ever leaves a trace, whichever process or task raced for it. The SQL lives
-beside its tables: request_rows.py, holds.py, run_rows.py and journal.py; this module runs it.
+Every public method is one transaction. A settle is a single compare-and-set UPDATE; its audit
+row is written in the same transaction only when it won, so exactly one settle of a request
+ever leaves a trace, whichever process or task raced for it. The SQL lives beside its tables
+(request_rows.py, holds.py, run_rows.py, journal.py, ...); this module runs it.
 
-Throughput notes: statements are built once at import (building and cache-keying a statement per
-call cost more than running it), and each transaction body runs as one synchronous function via
-`run_sync`, so its statements go back to back instead of each paying an await round trip through
-SQLAlchemy's async layer.
+How it runs (bench/store_throughput.py has the figures):
+- SQLite: every call is a body run in the store's lane, one thread owning one connection
+  (bot/store/sqlite_lane.py); calls that queue up while it is busy share a transaction (group
+  commit). The hottest bodies (create, settle, propose, get) run their statements on the raw
+  sqlite3 connection (bot/store/prepared.py), the rest through SQLAlchemy.
+- PostgreSQL: the hottest calls are one statement each (their steps data-modifying CTEs) on
+  connections the store holds (bot/store/pg_lane.py): one round trip, in autocommit. Other
+  writes are SQLAlchemy transactions; reads run in autocommit (no BEGIN and ROLLBACK around a
+  lone SELECT). Nothing is pinged before use: a connection the server closed while idle is
+  found by the error it raises before sending, replaced, and the call run once more.
 """
 
 from __future__ import annotations
@@ -16,14 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection
-from sqlalchemy.engine import Engine
+from sqlalchemy import Connection, Executable, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -43,8 +47,11 @@ from bot.records import (
 from bot.store import gate_rows, holds, inbox_rows, journal, request_rows, run_rows
 from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
 from bot.store.migrate import head_revision
-from bot.store.outages import first_line, unavailable
+from bot.store.outages import closed_before_sending, first_line, unavailable
+from bot.store.pg_lane import PostgresLane
+from bot.store.prepared import fetch, prepared
 from bot.store.request_rows import SETTLED_CHANNEL, record_of
+from bot.store.sqlite_lane import SqliteLane
 from bot.store.tables import count, every, execute, first
 
 P = ParamSpec("P")
@@ -59,21 +66,20 @@ class SqlStore:
     def __init__(self, engine: AsyncEngine, connect_args: Mapping[str, Any] | None = None) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
-        # SQLite: every call runs as one synchronous transaction in one thread of its own
-        # (one hand-off per call instead of one per statement through aiosqlite); that thread
-        # also queues this process's writers, which SQLite would serialise anyway.
-        self._thread: ThreadPoolExecutor | None = None
-        self._thread_engine: Engine | None = None
         dialect = engine.dialect.name
+        self._lane: SqliteLane | None = None
+        self._pg: PostgresLane | None = None
         if dialect == "sqlite":
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
-            self._thread_engine = create_sqlite_thread_engine(engine.url, connect_args)
+            self._lane = SqliteLane(create_sqlite_thread_engine(engine.url, connect_args))
+        else:
+            self._pg = PostgresLane(engine)
+            # A lone SELECT needs no transaction around it (each statement has its snapshot).
+            self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._save_transcript, self._claim = journal.upserts(dialect)
         self._new_run = run_rows.new_run(dialect)
         self._heartbeat = holds.heartbeat_upsert(dialect)
         self._receive = inbox_rows.insert_new(dialect)
         self._claim_run, self._add_grant = gate_rows.inserts(dialect)
-        self._notify = dialect == "postgresql"
         # Argument keys whose values audit rows never keep (bot/redaction.py), set at startup.
         self.audit_redact: frozenset[str] = frozenset()
         self._claims = 0
@@ -96,30 +102,73 @@ class SqlStore:
     def engine(self) -> AsyncEngine:
         return self._engine
 
-    @property
-    def statement_engine(self) -> Engine:
-        """The engine whose connections run the store's statements (to instrument them)."""
-        return self._thread_engine or self._engine.sync_engine
+    def watch(self, seen: Callable[[str], None]) -> Callable[[], None]:
+        """Call `seen` with the SQL of every statement this store sends from now on, BEGIN and
+        COMMIT included (SQLite: savepoints too; PostgreSQL: a statement run in autocommit is
+        its own transaction, followed by "COMMIT"), in whichever thread sends it; returns what
+        stops it."""
+        if self._lane is not None:
+            return self._lane.watch(seen)
+        assert self._pg is not None
+        engine = self._engine.sync_engine
+
+        def statement(_conn: object, _cursor: object, sql: str, *_: object) -> None:
+            seen(sql)
+
+        def begin(_conn: object) -> None:
+            seen("BEGIN")
+
+        def commit(_conn: object) -> None:
+            seen("COMMIT")
+
+        def autocommitted(sql: str) -> None:
+            seen(sql)
+            seen("COMMIT")
+
+        listeners: dict[str, Callable[..., None]] = {
+            "before_cursor_execute": statement,
+            "begin": begin,
+            "commit": commit,
+        }
+        for name, listener in listeners.items():
+            event.listen(engine, name, listener)
+        unwatch_lane = self._pg.watch(autocommitted)
+
+        def unwatch() -> None:
+            for name, listener in listeners.items():
+                event.remove(engine, name, listener)
+            unwatch_lane()
+
+        return unwatch
 
     # -- requests ---------------------------------------------------------------------------
 
     async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None:
         """Insert the request with its `created` transition and audit rows; `holder` is the
         worker deciding its settles (bot/human_input/holding.py), if any."""
-        await self._write(request_rows.create, record, holder, self.audit_redact)
+        values = request_rows.created_values(record, holder, self.audit_redact)
+        if self._pg is not None:
+            await self._one(request_rows.CREATE_ONE, values)
+        else:
+            await self._write(request_rows.create, values)
 
     async def settle(self, settlement: Settlement) -> bool:
         """Compare-and-set pending -> `settlement.status`; True only for the one settle that won.
         A request held by a live worker other than `settlement.worker` does not match."""
         if settlement.status is RequestStatus.PENDING:
             raise ValueError("a settle must leave 'pending'")
-        return await self._write(
-            request_rows.settle, settlement, self._notify, datetime.now(UTC), self.audit_redact
-        )
+        values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
+        if self._pg is not None:
+            return bool(await self._one(request_rows.SETTLE_ONE, values))
+        return await self._write(request_rows.settle, values)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
-        row = await self._read(first, request_rows.GET_REQUEST, {"request_id": request_id})
-        return None if row is None else record_of(row)
+        key = {"request_id": request_id}
+        if self._pg is not None:
+            rows = await self._one(request_rows.GET_REQUEST, key)
+        else:
+            rows = await self._read(fetch, request_rows.GET_REQUEST, key)
+        return record_of(rows[0]) if rows else None
 
     async def list_pending(self) -> list[RequestRecord]:
         """Pending requests, oldest first."""
@@ -157,8 +206,13 @@ class SqlStore:
         """Settle, or hand the settle to the live worker holding the request (None)."""
         if settlement.proposal is None:
             raise ValueError("a proposal needs an id")
-        now = datetime.now(UTC)
-        return await self._write(holds.propose, settlement, self._notify, now, self.audit_redact)
+        values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
+        if self._pg is None:
+            return await self._write(holds.propose, values)
+        rows = await self._one(holds.PROPOSE_ONE, values)
+        if not rows:  # neither settled nor handed over: it was settled already
+            return False
+        return True if rows[0]["won"] else None
 
     async def decision(self, settlement: Settlement) -> Decision:
         return await self._write(holds.decision, settlement, datetime.now(UTC))
@@ -332,7 +386,7 @@ class SqlStore:
         self, callback: Callable[[str], None]
     ) -> Callable[[], Awaitable[None]]:
         """PostgreSQL: LISTEN on a connection of its own. SQLite: one process, nothing to hear."""
-        if not self._notify:
+        if self._pg is None:
             return _nothing_to_stop
         conn = await self._engine.connect()
         raw = await conn.get_raw_connection()
@@ -362,14 +416,12 @@ class SqlStore:
     async def close(self) -> None:
         """Let calls in flight finish (their callers may be gone), then close the pool."""
         self._closed = True
+        if self._lane is not None:
+            await self._lane.close()
         while self._in_flight:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
-        if self._thread is not None and self._thread_engine is not None:
-            await asyncio.get_running_loop().run_in_executor(
-                self._thread, self._thread_engine.dispose
-            )
-            self._thread.shutdown(wait=True)
-            self._thread = None
+        if self._pg is not None:
+            await self._pg.close()
         await self._engine.dispose()
 
     # -- transactions -------------------------------------------------------------------------
@@ -378,62 +430,81 @@ class SqlStore:
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `body` in one writing transaction: committed if it returns, rolled back if not."""
-        return await self._uncancellable(self._write_now(body, *args, **kwargs))
-
-    async def _write_now(
-        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        if self._thread is not None:
-            call = functools.partial(self._in_thread, True, body, *args, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(self._thread, call)
-        async with self._writer.connect() as conn:
-            return await conn.run_sync(_in_transaction, body, *args, **kwargs)
+        if self._lane is not None:
+            return await self._in_lane(True, body, *args, **kwargs)
+        return await self._uncancellable(self._retried(self._writer, True, body, args, kwargs))
 
     async def _read(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        return await self._uncancellable(self._read_now(body, *args, **kwargs))
-
-    async def _read_now(
-        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        if self._thread is not None:
-            call = functools.partial(self._in_thread, False, body, *args, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(self._thread, call)
-        async with self._engine.connect() as conn:
-            return await conn.run_sync(body, *args, **kwargs)
+        if self._lane is not None:
+            return await self._in_lane(False, body, *args, **kwargs)
+        return await self._uncancellable(self._retried(self._reader, False, body, args, kwargs))
 
     # The stores beside this one (bot/store/doors.py, webhooks.py) run their *_rows SQL here.
     write = _write
     read = _read
 
-    def _in_thread(
+    async def _one(self, statement: Executable, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """PostgreSQL: one statement in autocommit on a held connection; its rows."""
+        assert self._pg is not None
+        ready = prepared(statement, self._engine.dialect)
+        return await self._uncancellable(self._pg.fetch(ready, values))
+
+    async def _in_lane(self, writer: bool, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        assert self._lane is not None
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if kwargs:
+            body = functools.partial(body, **kwargs)
+        with _outages():
+            result: T = await self._lane.run(writer, body, *args)
+        return result
+
+    async def _retried(
         self,
+        engine: AsyncEngine,
         writer: bool,
-        body: Callable[Concatenate[Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
+        body: Callable[..., T],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
     ) -> T:
-        """SQLite's thread: one transaction, committed if `body` returns."""
-        assert self._thread_engine is not None
-        engine = self._thread_engine
-        if writer:
-            engine = engine.execution_options(**{WRITE_OPTION: True})
-        with engine.connect() as conn, conn.begin():
-            return body(conn, *args, **kwargs)
+        """`body` in a transaction (a writer) or in autocommit (a reader). A pooled connection
+        the server closed while it was idle fails before sending anything: once, the call goes
+        again on a fresh connection (the pool dropped every connection as old as that one)."""
+        for attempt in (1, 2):
+            try:
+                async with engine.connect() as conn:
+                    if writer:
+                        return await conn.run_sync(_in_transaction, body, *args, **kwargs)
+                    return await conn.run_sync(body, *args, **kwargs)
+            except DBAPIError as err:
+                if attempt == 2 or not closed_before_sending(err):
+                    raise
+        raise AssertionError("unreachable")
 
     async def _uncancellable(self, work: Coroutine[Any, Any, T]) -> T:
         """Run a database call to its end even if its caller is cancelled: cut mid-statement,
         a pooled connection is lost (and a transaction's outcome unknown). close() waits."""
+        if self._closed:
+            work.close()
+            raise StoreClosedError("the store is closed")
         task = asyncio.ensure_future(work)
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
-        try:
+        with _outages():
             return await asyncio.shield(task)
-        except (DBAPIError, OSError) as err:
-            if not unavailable(err):
-                raise
-            raise StoreUnavailableError(first_line(err)) from err
+
+
+@contextlib.contextmanager
+def _outages() -> Iterator[None]:
+    """A database error that means an outage reaches the caller as StoreUnavailableError."""
+    try:
+        yield
+    except (DBAPIError, OSError) as err:
+        if not unavailable(err):
+            raise
+        raise StoreUnavailableError(first_line(err)) from err
 
 
 def _in_transaction(

@@ -25,7 +25,6 @@ from bot.store.schema import (
     RunRow,
     TokenRow,
     TranscriptRow,
-    TransitionRow,
     VoteRow,
     WebhookRow,
 )
@@ -33,7 +32,6 @@ from bot.store.schema import (
 PENDING = RequestStatus.PENDING.value
 
 requests = cast(Table, RequestRow.__table__)
-transitions = cast(Table, TransitionRow.__table__)
 audit = cast(Table, AuditRow.__table__)
 transcripts = cast(Table, TranscriptRow.__table__)
 claims = cast(Table, ClaimRow.__table__)

@@ -11,10 +11,9 @@ import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
@@ -82,9 +81,9 @@ class QueryCounter:
 
     def __init__(self, store: SqlStore) -> None:
         self.count = 0
-        event.listen(store.statement_engine, "before_cursor_execute", self._seen)
+        store.watch(self._seen)
 
-    def _seen(self, *_: Any) -> None:
+    def _seen(self, _sql: str) -> None:
         self.count += 1
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from bot.turns import UNAVAILABLE
 from tests.adapters.slack.conftest import ALICE, CHANNEL, Env, StartEnv, Thread
@@ -36,11 +35,11 @@ def count_probes(env: Env) -> list[str]:
     """The health-row writes the store runs from now on."""
     probes: list[str] = []
 
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+    def seen(statement: str) -> None:
         if statement.lstrip().upper().startswith("UPDATE HEALTH"):
             probes.append(statement)
 
-    event.listen(env.store.statement_engine, "before_cursor_execute", seen)
+    env.store.watch(seen)
     return probes
 
 

@@ -9,7 +9,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from bot.inbox import Inbox
 from bot.store import SqlStore
@@ -63,14 +62,15 @@ async def test_a_replay_is_recognised(store: SqlStore) -> None:
 
 
 async def test_interactions_arriving_together_are_written_together(store: SqlStore) -> None:
-    transactions: list[object] = []
-    event.listen(store.statement_engine, "begin", transactions.append)
+    statements: list[str] = []
+    store.watch(statements.append)
     inbox = Inbox(store, "slack", Applied())
     keys = [f"k{n % 40}" for n in range(50)]  # ten of them replays, racing their originals
 
     new = await asyncio.gather(*(inbox.receive(key, click(n)) for n, key in enumerate(keys)))
 
     assert new == [True] * 40 + [False] * 10
+    transactions = [sql for sql in statements if sql.startswith("BEGIN")]
     assert 1 <= len(transactions) <= 2  # the first alone, perhaps; the rest together
     assert not await inbox.receive("k0", click(0))
 
@@ -147,11 +147,11 @@ async def test_start_prunes_and_sweeps_then_keeps_sweeping(store: SqlStore) -> N
 async def test_applied_rows_are_marked_together_a_moment_later(store: SqlStore) -> None:
     writes: list[str] = []
 
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+    def seen(statement: str) -> None:
         if statement.lstrip().upper().startswith("UPDATE INBOX"):
             writes.append(statement)
 
-    event.listen(store.statement_engine, "before_cursor_execute", seen)
+    store.watch(seen)
     inbox = Inbox(store, "slack", Applied(), grace=0.0, mark_delay=0.05)
     for n in range(3):
         await inbox.receive(f"k{n}", click(n))

@@ -32,10 +32,11 @@ from tests.bot.store.conftest import Database, receive_one
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
-    "requests", "transitions", "audit_log", "transcripts", "claims", "runs", "holders", "proposals",
-    "health", "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries",
-    "votes", "message_copies",
+    "requests", "audit_log", "transcripts", "claims", "runs", "holders", "proposals", "health",
+    "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries", "votes",
+    "message_copies",
 }  # fmt: skip
+UNTIL_0017 = {"transitions"}  # 0001 to 0016 (the audit log records transitions since 0017)
 HOLD_TABLES = {"holders", "proposals"}
 GATE_TABLES = {"gate_runs", "grants"}  # 0007
 DOOR_TABLES = {"api_tokens", "door_requests"}  # 0008
@@ -111,11 +112,15 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
     """0003 adds the holds (requests.held_by, settled_proposal; holders; proposals), and its
     downgrade takes exactly them away, keeping the requests written meanwhile."""
     await upgrade(database.url, "0002", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - HOLD_TABLES - LATER, "alembic_version"}
+    assert await table_names(engine) == {
+        *TABLES - HOLD_TABLES - LATER,
+        *UNTIL_0017,
+        "alembic_version",
+    }
     assert not HOLD_COLUMNS & await request_columns(engine)
 
     await upgrade(database.url, "0003", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - LATER, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - LATER, *UNTIL_0017, "alembic_version"}
     assert await request_columns(engine) >= HOLD_COLUMNS
     await add_request(engine, "r1", held_by="worker-1")
     store = await open_store(database.url, migrate=False, schema=database.schema)
@@ -125,7 +130,11 @@ async def test_0003_holds_up_and_down(database: Database, engine: AsyncEngine) -
         await store.close()
 
     await downgrade(database.url, "0002", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - HOLD_TABLES - LATER, "alembic_version"}
+    assert await table_names(engine) == {
+        *TABLES - HOLD_TABLES - LATER,
+        *UNTIL_0017,
+        "alembic_version",
+    }
     assert not HOLD_COLUMNS & await request_columns(engine)
     async with engine.connect() as conn:
         assert (await conn.execute(text("SELECT id FROM requests"))).scalars().all() == ["r1"]
@@ -162,7 +171,8 @@ async def test_0004_undeliverable_up_and_down(database: Database, engine: AsyncE
         status = await conn.execute(text("SELECT status FROM requests WHERE id = 'r1'"))
     assert status.scalar_one() == "undeliverable"
     assert await row_count(engine, "requests") == 2
-    assert await row_count(engine, "transitions") == 3  # two created, one settled
+    assert await row_count(engine, "transitions") == 2  # the two created (today's store
+    # writes no transitions: the audit log records them)
 
     await downgrade(database.url, "0003", schema=database.schema)
     async with engine.connect() as conn:
@@ -171,7 +181,7 @@ async def test_0004_undeliverable_up_and_down(database: Database, engine: AsyncE
         ("r1", "cancelled", "channel_not_found"),
         ("r2", "pending", None),
     ]
-    assert await row_count(engine, "transitions") == 3
+    assert await row_count(engine, "transitions") == 2
 
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
@@ -222,7 +232,7 @@ async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -
 
     await downgrade(database.url, "0005", schema=database.schema)
     later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
-    assert await table_names(engine) == {*TABLES - later, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - later, *UNTIL_0017, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     assert await row_count(engine, "inbox") == 0
     async with engine.connect() as conn:
@@ -308,7 +318,7 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
         await store.close()
     await downgrade(database.url, "0008", schema=database.schema)
     gone = WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
-    assert await table_names(engine) == {*TABLES - gone, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - gone, *UNTIL_0017, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
@@ -334,7 +344,11 @@ async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -
     finally:
         await store.close()
     await downgrade(database.url, "0009", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - VOTE_TABLES - COPY_TABLES, "alembic_version"}
+    assert await table_names(engine) == {
+        *TABLES - VOTE_TABLES - COPY_TABLES,
+        *UNTIL_0017,
+        "alembic_version",
+    }
     assert await row_count(engine, "requests") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
@@ -359,7 +373,7 @@ async def test_0014_message_copies_up_and_down(database: Database, engine: Async
     finally:
         await store.close()
     await downgrade(database.url, "0010", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - COPY_TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - COPY_TABLES, *UNTIL_0017, "alembic_version"}
     assert await row_count(engine, "requests") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:

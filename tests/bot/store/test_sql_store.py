@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import Executable, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from bot.records import AuditEntry, Decision, RequestRecord, RequestStatus, Settlement
-from bot.store import SqlStore, journal
+from bot.store import SqlStore, journal, request_rows
 from bot.store.engine import async_url
+from bot.store.prepared import prepared
 from tests.bot.store.conftest import Database, receive_one
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -42,12 +43,19 @@ def resolve(request_id: str = "r1", result: str = "yes", by: str | None = "U1") 
     return Settlement(request_id, RequestStatus.RESOLVED, T0 + timedelta(seconds=1), result, by=by)
 
 
+SETTLED_ACTIONS = {f"request.{status.value}" for status in RequestStatus} - {"request.pending"}
+
+
 async def transitions(store: SqlStore, request_id: str) -> list[tuple[Any, ...]]:
-    query = text(
-        "SELECT from_status, to_status, by FROM transitions WHERE request_id = :id ORDER BY id"
-    )
-    async with store.engine.connect() as conn:
-        return [tuple(row) for row in await conn.execute(query, {"id": request_id})]
+    """The request's transitions as its audit rows record them (from, to, by), oldest first."""
+    entries = reversed(await store.list_audit(request_id=request_id))
+    return [
+        (None, "pending", entry.actor_id)
+        if entry.action == "request.created"
+        else ("pending", entry.action.removeprefix("request."), entry.actor_id)
+        for entry in entries
+        if entry.action == "request.created" or entry.action in SETTLED_ACTIONS
+    ]
 
 
 async def test_create_get_round_trip(store: SqlStore) -> None:
@@ -284,32 +292,32 @@ async def test_next_deadline_is_none_without_pending_deadlines(store: SqlStore) 
 
 
 async def test_deadline_queries_use_the_index(store: SqlStore, database: Database) -> None:
-    statements: list[tuple[str, Any]] = []
-
-    def capture(_conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            statements.append((statement, params))
-
-    event.listen(store.statement_engine, "before_cursor_execute", capture)
+    sent: list[str] = []
+    unwatch = store.watch(sent.append)
     await store.next_deadline()
     await store.due_requests(T0)
-    event.remove(store.statement_engine, "before_cursor_execute", capture)
+    unwatch()
+    selects = [sql for sql in sent if sql.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 2
 
-    assert len(statements) == 2
-    for statement, params in statements:
-        plan = await explain(store, database, statement, params)
+    for query in (request_rows.NEXT_DEADLINE, request_rows.DUE):
+        plan = await explain(store, database, query, {"now": T0, "limit": 500})
         assert "ix_requests_status_expires_at" in plan, plan
 
 
-async def explain(store: SqlStore, database: Database, statement: str, params: Any) -> str:
+async def explain(
+    store: SqlStore, database: Database, query: Executable, params: dict[str, Any]
+) -> str:
     async with store.engine.connect() as conn:
+        ready = prepared(query, conn.dialect)
+        args = tuple(ready.args(params))
         if database.dialect == "sqlite":
-            rows = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)
+            rows = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {ready.sql}", args)
             return " ".join(str(row[-1]) for row in rows)
         # On near-empty tables PostgreSQL rightly prefers a scan; ask whether it *can* use
         # the index, which is what a large table gets.
         await conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        rows = await conn.exec_driver_sql(f"EXPLAIN {statement}", params)
+        rows = await conn.exec_driver_sql(f"EXPLAIN {ready.sql}", args)
         return " ".join(str(row[0]) for row in rows)
 
 
@@ -536,5 +544,5 @@ def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
 
 
 async def test_schema_revision_is_current(store: SqlStore) -> None:
-    assert await store.current_revision() == "0016"
+    assert await store.current_revision() == "0017"
     assert await store.schema_revision_ok()
