@@ -1,11 +1,15 @@
 """A policy file on Teams: the rule decides who may answer a card, checked at the invoke; the
 actor refused under `allow_self: false`; a group that cannot be read (an Entra group, with no
-Microsoft Graph credentials here) lets nobody in and says so; admins may answer."""
+Microsoft Graph credentials here) lets nobody in and says so; admins may answer. A rule's
+default answer at its deadline (`on_timeout`) is read by the model as expired, and the
+request is recorded as expired (answered by nobody), never as a person's no."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from bot.records import RequestStatus
 from tests.adapters.teams.conftest import (
     ADMIN,
     ALICE,
@@ -15,11 +19,16 @@ from tests.adapters.teams.conftest import (
     request_id_of,
     text_of,
 )
+from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
 ENTRA = "3f2c9a4e-6b1d-4e8a-9c7f-2d5b8e1a0c64"
 POLICY = f"""\
 rules:
+  - match: {{tool: requestApproval, arguments: {{action: Restart the cache}}}}
+    approvers: [actor]
+    timeout_seconds: 1
+    on_timeout: {{answer: {{approved: false, reason: nobody answered}}}}
   - match: {{tool: requestApproval}}
     approvers: [entra:{ENTRA}]
     allow_self: false
@@ -48,3 +57,29 @@ async def test_the_rule_decides_who_may_answer_a_card(start_env: StartEnv, tmp_p
     assert await chat.reply() == "Done."
     refused = [e for e in await env.store.list_audit(limit=100) if e.action == "answer_refused"]
     assert sorted(str(e.actor_id) for e in refused) == sorted([ALICE.aad, STRANGER.aad])
+
+
+async def test_at_the_deadline_the_rule_s_default_answer_applies_as_expired(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    env = await start_env(HITL_POLICY_FILE=str(policy))
+    restart = {"action": "Restart the cache", "reason": "it is slow"}
+    chat, activity_id, card = await start_turn(env, "requestApproval", restart)
+    request_id = request_id_of(card)
+
+    expired = "Expired: the policy's default answer applied."
+    result = await finish(env, chat, activity_id, expired)
+    assert "is_error" not in result  # an answer, marked as nobody's
+    assert json.loads(result["content"]) == {
+        "approved": False, "reason": "nobody answered", "expired": True,
+    }  # fmt: skip
+    record = await env.record(request_id)
+    assert record.status is RequestStatus.TIMED_OUT and record.settled_by is None
+    (ended,) = [e for e in await env.store.list_audit(request_id=request_id)
+                if e.action.startswith("request.") and e.action not in (
+                    "request.created", "request.delivered")]  # fmt: skip
+    assert ended.action == "request.timed_out" and ended.actor_id is None
+    late = await chat.invoke("hitl_approve", request_id)  # Alice, too late
+    assert "expired" in text_of(assert_settled_reply(late, expired))
