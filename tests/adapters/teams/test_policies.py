@@ -2,29 +2,43 @@
 actor refused under `allow_self: false`; a group that cannot be read (an Entra group, with no
 Microsoft Graph credentials here) lets nobody in and says so; admins may answer. A rule's
 default answer at its deadline (`on_timeout`) is read by the model as expired, and the
-request is recorded as expired (answered by nobody), never as a person's no."""
+request is recorded as expired (answered by nobody), never as a person's no. An Entra group
+read from Microsoft Graph (EntraGroups over HTTP against a fake Graph on loopback, added to the
+running service's directory with a token of the test's: the Teams SDK's MSAL sign-in is not
+played here, test_groups.py covers the App's credentials): its member answers, a non-member is
+refused, and so is the actor, a member too, under `allow_self: false`."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import httpx
+
+from adapters.teams.groups import EntraGroups
 from bot.records import RequestStatus
 from tests.adapters.teams.conftest import (
     ADMIN,
     ALICE,
     STRANGER,
     StartEnv,
+    User,
     is_live,
     request_id_of,
     text_of,
 )
 from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
+from tests.adapters.teams.test_groups import TOKEN, FakeGraph
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
 ENTRA = "3f2c9a4e-6b1d-4e8a-9c7f-2d5b8e1a0c64"
+OPS = "6f1c3f5e-0000-4000-8000-0000000000a1"  # an Entra group Graph can read
+CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
 POLICY = f"""\
 rules:
+  - match: {{tool: requestApproval, arguments: {{action: Deploy to production}}}}
+    approvers: [entra:{OPS}]
+    allow_self: false
   - match: {{tool: requestApproval, arguments: {{action: Restart the cache}}}}
     approvers: [actor]
     timeout_seconds: 1
@@ -83,3 +97,44 @@ async def test_at_the_deadline_the_rule_s_default_answer_applies_as_expired(
     assert ended.action == "request.timed_out" and ended.actor_id is None
     late = await chat.invoke("hitl_approve", request_id)  # Alice, too late
     assert "expired" in text_of(assert_settled_reply(late, expired))
+
+
+async def test_an_entra_group_s_member_answers_and_a_non_member_is_refused(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    env = await start_env(HITL_POLICY_FILE=str(policy))
+    assert env.server.service.teams is not None
+    directory = env.server.service.teams.router.deciders.directory
+    assert directory is not None
+    async with FakeGraph() as graph, httpx.AsyncClient() as http:
+        graph.groups[OPS] = [CAROL.aad, ALICE.aad, "aad-user-3"]
+
+        async def token() -> str:
+            return TOKEN
+
+        directory.add("entra:", EntraGroups(token, http, graph_url=graph.url))
+        deploy = {"action": "Deploy to production", "reason": "v2"}
+        whom = f"Asked by {ALICE.name}. Approvers: entra:{OPS}. Expires "
+        chat, activity_id, card = await start_turn(env, "requestApproval", deploy, whom=whom)
+        request_id = request_id_of(card)
+
+        stranger = (await chat.invoke("hitl_approve", request_id, user=STRANGER)).card
+        assert f"Only the group entra:{OPS} may answer this request." in text_of(stranger)
+        assert not is_live(stranger)
+        own = (await chat.invoke("hitl_approve", request_id)).card  # Alice: a member, and asked
+        assert "someone other than you" in text_of(own) and not is_live(own)
+        live = (await chat.invoke("hitl_refresh", request_id, user=CAROL)).card
+        assert is_live(live)
+        answered = f"Answered by {CAROL.name}"
+        assert_settled_reply(await chat.invoke("hitl_approve", request_id, user=CAROL), answered)
+        result = await finish(env, chat, activity_id, answered)
+        assert json.loads(result["content"]) == {"approved": True}
+        asked = {path for path, _, _ in graph.requests}
+        assert asked == {f"/v1.0/groups/{OPS}/transitiveMembers/microsoft.graph.user"}
+    record = await env.record(request_id)
+    assert (record.status, record.settled_by) == (RequestStatus.RESOLVED, CAROL.aad)
+    refused = [e for e in await env.store.list_audit(request_id=request_id)
+               if e.action == "answer_refused"]  # fmt: skip
+    assert sorted(str(e.actor_id) for e in refused) == sorted([STRANGER.aad, ALICE.aad])
