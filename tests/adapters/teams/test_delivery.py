@@ -59,7 +59,10 @@ async def test_an_answer_in_the_approvals_conversation_updates_both_cards(
 
     deploy = {"action": "Deploy v2", "reason": "Release day"}
     whom = f"Asked by {ALICE.name}. Approvers: {BOB.name}. Expires "
-    chat, activity_id, card = await start_turn(env, "requestApproval", deploy, whom=whom)
+    chat, activity_id, card = await start_turn(
+        env, "requestApproval", deploy, user_ids=2, whom=whom
+    )
+    assert card["refresh"]["userIds"] == [ALICE.id, BOB.id]  # Bob, whom the rule names
     request_id = request_id_of(card)
     copy_id = str((await copy_ref(env.store, request_id, approvals.room_id))["activity_id"])
     copy = approvals.card(copy_id)

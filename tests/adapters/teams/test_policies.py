@@ -20,20 +20,25 @@ from bot.records import RequestStatus
 from tests.adapters.teams.conftest import (
     ADMIN,
     ALICE,
+    GROUP,
+    JSON,
     STRANGER,
+    WAIT,
     StartEnv,
     User,
     is_live,
     request_id_of,
     text_of,
 )
-from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
+from tests.adapters.teams.test_e2e import FINAL, assert_settled_reply, finish, start_turn
 from tests.adapters.teams.test_groups import TOKEN, FakeGraph
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
 ENTRA = "3f2c9a4e-6b1d-4e8a-9c7f-2d5b8e1a0c64"
 OPS = "6f1c3f5e-0000-4000-8000-0000000000a1"  # an Entra group Graph can read
 CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
+BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
+DAVE = User("0da40000-0000-4000-8000-000000000da4", "29:1dave-bf-id", "Dave Diaz")
 POLICY = f"""\
 rules:
   - match: {{tool: requestApproval, arguments: {{action: Deploy to production}}}}
@@ -138,3 +143,61 @@ async def test_an_entra_group_s_member_answers_and_a_non_member_is_refused(
     refused = [e for e in await env.store.list_audit(request_id=request_id)
                if e.action == "answer_refused"]  # fmt: skip
     assert sorted(str(e.actor_id) for e in refused) == sorted([STRANGER.aad, ALICE.aad])
+
+
+REFRESHED = f"""\
+rules:
+  - match: {{tool: requestApproval}}
+    approvers: [teams:{BOB.aad}, entra:{OPS}]
+    timeout_seconds: 30
+    escalate:
+      - {{after_seconds: 0.3, approvers: [teams:{DAVE.aad}]}}
+"""
+
+
+async def test_the_rule_s_approvers_and_group_members_get_the_live_card(
+    start_env: StartEnv, tmp_path: Path
+) -> None:
+    """The card's refresh list names the rule's Teams users and its Entra group's members,
+    then whom its escalation added, each found in the conversation's roster (by AAD object
+    id: the bridge had not heard from them); a member not in the conversation is left out."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(REFRESHED)
+    env = await start_env(HITL_POLICY_FILE=str(policy))
+    for person in (BOB, CAROL, DAVE):
+        env.connector.add_member(GROUP, person.account)
+    directory = env.server.service.teams.router.deciders.directory  # type: ignore[union-attr]
+    assert directory is not None
+    async with FakeGraph() as graph, httpx.AsyncClient() as http:
+        graph.groups[OPS] = [CAROL.aad, "0e5e0000-0000-4000-8000-0000000000e5"]  # one elsewhere
+
+        async def token() -> str:
+            return TOKEN
+
+        directory.add("entra:", EntraGroups(token, http, graph_url=graph.url))
+        deploy = {"action": "Deploy v2", "reason": "Release day"}
+        whom = f"Asked by {ALICE.name}. Approvers: {BOB.name}, entra:{OPS}. Expires "
+        chat, activity_id, card = await start_turn(
+            env, "requestApproval", deploy, conversation_id=GROUP, user_ids=3, whom=whom
+        )
+        assert card["refresh"]["userIds"] == [ALICE.id, BOB.id, CAROL.id]
+        looked_up = {member for _, member in env.connector.member_lookups}
+        assert {BOB.aad, CAROL.aad, "0e5e0000-0000-4000-8000-0000000000e5"} <= looked_up
+
+        def escalated() -> JSON:
+            current = chat.card(activity_id)
+            return current if DAVE.id in current.get("refresh", {}).get("userIds", []) else {}
+
+        current = await env.connector.wait_for(escalated, WAIT)
+        assert current["refresh"]["userIds"] == [ALICE.id, BOB.id, CAROL.id, DAVE.id]
+        assert f"Escalated after 0.3 s to {DAVE.name}." in text_of(current)
+
+        request_id = request_id_of(card)
+        automatic = await chat.invoke("hitl_refresh", request_id, user=CAROL, trigger="automatic")
+        assert is_live(automatic.card)
+        answered = f"Answered by {CAROL.name}"
+        assert_settled_reply(await chat.invoke("hitl_approve", request_id, user=CAROL), answered)
+        settled = await chat.settled(activity_id, answered)
+    assert "refresh" not in settled and not is_live(settled)
+    assert await chat.reply(2) == FINAL  # after the escalation's own message
+    assert json.loads(env.tool_result(2)["content"]) == {"approved": True}
