@@ -52,7 +52,7 @@ class SlackSurface:
         self.store = store
         self.tools = tools
         self.copies = copies if copies is not None else MemoryCopies()
-        self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE)
+        self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE, store.get_request)
         self._addresses = SlackAddresses(client)
 
     async def observe(self, update: RequestUpdate) -> None:
