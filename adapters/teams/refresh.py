@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 LOOKUP_SECONDS = 3.0  # a card waits at most this long for its roster look-ups
 LOOKUPS_AT_ONCE = 8
 MISSING_TTL = 300.0  # seconds: someone not in a conversation is not looked up again sooner
+WANTED = 4 * MAX_REFRESH_USERS  # approvers read from the rule, at most: some are not here
 MAX_MISSING = 10_000  # remembered misses; past this the oldest are forgotten
 
 
@@ -106,8 +107,8 @@ class RefreshList:
                 except GroupUnreadable as err:
                     log.info("no refresh for %s's members: %s", principal, err)
                     continue
-                found.extend(sorted(members))
-            if len(found) >= 4 * MAX_REFRESH_USERS:
+                found.extend(sorted(members)[: WANTED - len(found)])
+            if len(found) >= WANTED:
                 break
         return found
 
