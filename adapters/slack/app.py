@@ -214,6 +214,7 @@ class SlackAdapter:
             self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])
+        self.surface.workspace_url = str(auth.get("url") or "")  # for the messages' links
         await self.interactions.inbox.start()
 
     async def handle(self, request: web.Request) -> web.Response:

@@ -30,7 +30,15 @@ from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
 
-Ref = dict[str, str]  # where a message is: {"channel", "ts"}
+Ref = dict[str, str]  # where a message is: {"channel", "ts"}, and its "link" once posted
+
+
+def permalink(workspace_url: str, channel: str, ts: str, thread_ts: str | None = None) -> str:
+    """A message's link as Slack writes its permalinks (chat.getPermalink's form), from the
+    workspace's address (auth.test's `url`): kept with where the request was posted, so the
+    audit log's `request.delivered` row links to the message."""
+    link = f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+    return f"{link}?thread_ts={thread_ts}&cid={channel}" if thread_ts else link
 
 
 class SlackSurface:
@@ -52,8 +60,9 @@ class SlackSurface:
         self.store = store
         self.tools = tools
         self.copies = copies if copies is not None else MemoryCopies()
-        self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE)
+        self._trail: MessageTrail[SlackRoom, Ref] = MessageTrail(self, SURFACE, store.get_request)
         self._addresses = SlackAddresses(client)
+        self.workspace_url = ""  # auth.test's `url`, once the adapter has started
 
     async def observe(self, update: RequestUpdate) -> None:
         room = parse_room(update.room_id)
@@ -68,7 +77,10 @@ class SlackSurface:
             ts = await self._post_or_fail(room, message)
         except SlackCallError as err:
             raise UndeliverableError(str(err)) from None
-        return {"channel": room.channel, "ts": ts}
+        ref = {"channel": room.channel, "ts": ts}
+        if self.workspace_url:
+            ref["link"] = permalink(self.workspace_url, room.channel, ts, room.thread_ts or None)
+        return ref
 
     async def edit(self, ref: Ref, update: RequestUpdate) -> bool:
         message = render_message(update, self.tools.get(update.tool_name))

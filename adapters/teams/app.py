@@ -160,6 +160,8 @@ class TeamsAdapter:
         self.router = router or Router(
             store=store, handler_for=bridge.handler_for, policy=policy, tools=tools
         )
+        # The policy's Entra groups, read for the cards' refresh lists as for the clicks.
+        self.surface.refresh.directory = self.router.deciders.directory
         commands = Commands(
             store, policy, grants, command=f"@hitl-bridge {COMMAND}", router=self.router,
             surface="teams",

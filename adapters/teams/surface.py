@@ -1,8 +1,9 @@
 """The Teams surface: posts each request's card in its conversation and updates it in place.
 
 The card in the conversation is always the read-only one; its `refresh.userIds` (the actor,
-and the approvers and admins we know, at most 60) make their Teams clients fetch the live card
-with an automatic `adaptiveCard/action` refresh (see invokes.py). Every transition updates the
+the approvers and admins we know, and the approvers its policy rule names: refresh.py; at most
+60) make their Teams clients fetch the live card with an automatic `adaptiveCard/action`
+refresh (see invokes.py). Every transition updates the
 activity in place (PUT), so a settled request never keeps live controls.
 
 Updates of one request are shown in order (a lock per tool call); a failed Bot Connector call is
@@ -13,17 +14,20 @@ settles it so (the model is told the person could not be reached).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from adapters.teams.cards import SURFACE, Drawing, render_card
 from adapters.teams.connector import Connector, ConnectorError, card_activity, text_activity
 from adapters.teams.inputs import Filled
-from adapters.teams.text import MAX_REFRESH_USERS, PlainTextFormatter, TeamsFormatter
+from adapters.teams.refresh import RefreshList, is_teams_user_id
+from adapters.teams.text import PlainTextFormatter, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.addresses import Address, Addressee, UnknownAddressError
+from bot.directory import Directory
 from bot.records import RequestRecord, RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
@@ -69,10 +73,10 @@ def base_conversation_id(conversation_id: str) -> str:
     return conversation_id.split(THREAD_MARK, 1)[0]
 
 
-def is_teams_user_id(value: str) -> bool:
-    """A Teams user id as activities carry it in `from.id` ("29:…", "8:orgid:…"), which
-    `refresh.userIds` lists; an AAD object id is a bare GUID."""
-    return value.startswith(("29:", "8:"))
+__all__ = [
+    "CardRef", "People", "Person", "TeamsRoom", "TeamsSurface", "base_conversation_id",
+    "is_teams_user_id", "parse_room",
+]  # fmt: skip
 
 
 # -- people -------------------------------------------------------------------------------------
@@ -163,9 +167,11 @@ class TeamsSurface:
         people: People,
         deciders: Iterable[str] = (),
         copies: CopyRefs | None = None,
+        directory: Directory | None = None,
     ) -> None:
         """`copies` keeps where the copies a policy's `deliver` adds were posted (a Teams
-        channel): the store's rows (bot.store.copies) for several workers."""
+        channel): the store's rows (bot.store.copies) for several workers. `directory` reads
+        the Entra groups a policy names (their members get the live card too)."""
         self.connector = connector
         self.store = store
         self.copies = copies if copies is not None else MemoryCopies()
@@ -173,8 +179,11 @@ class TeamsSurface:
         self.people = people
         # Approvers and admins (AAD object ids, or Teams user ids): they get the live card too.
         self.deciders = tuple(sorted(set(deciders)))
+        self.refresh = RefreshList(people, self.deciders, connector.client, directory)
         self._service_urls: dict[str, str] = {}  # base conversation id -> serviceUrl
-        self._trail: MessageTrail[TeamsRoom, CardRef] = MessageTrail(self, SURFACE)
+        self._trail: MessageTrail[TeamsRoom, CardRef] = MessageTrail(
+            self, SURFACE, store.get_request
+        )
 
     # -- what we learn from incoming activities
 
@@ -187,15 +196,20 @@ class TeamsSurface:
         return self._service_urls.get(room.base_id)
 
     def refresh_user_ids(self, actor_id: str | None) -> tuple[str, ...]:
-        """Who gets the live card by automatic refresh (Teams wants their Teams user ids, not
-        AAD object ids): the actor, then the approvers and admins configured by Teams user id
-        or whose id we learned from an activity of theirs; at most 60."""
-        ids: list[str] = []
-        for who in (actor_id, *self.deciders):
-            user_id = who if who and is_teams_user_id(who) else self.people.user_id(who)
-            if user_id and user_id not in ids:
-                ids.append(user_id)
-        return tuple(ids[:MAX_REFRESH_USERS])
+        """Who gets the live card by automatic refresh without asking anyone (Teams wants
+        their Teams user ids, not AAD object ids): the actor, then the approvers and admins
+        configured by Teams user id or whose id we learned; at most 60. A card posted or
+        updated also lists its policy rule's approvers (`refresh_for`)."""
+        return self.refresh.configured(actor_id)
+
+    async def refresh_for(
+        self, update: RequestUpdate, service_url: str | None, conversation_id: str,
+        kept: Sequence[str] = (),
+    ) -> tuple[str, ...]:  # fmt: skip
+        """The refresh list of the card of `update` in a conversation (refresh.py)."""
+        return await self.refresh.user_ids(
+            update, service_url, base_conversation_id(conversation_id), kept
+        )
 
     # -- rendering, shared with the invokes
 
@@ -209,12 +223,15 @@ class TeamsSurface:
         notice: Phrase | None = None,
         open: Verb | None = None,
         filled: Filled | None = None,
+        user_ids: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """The card for `update`: live (with controls) or read-only. A pending request's card
-        keeps its refresh clause (its deciders get the live card), a settled one has none.
-        `viewer` is whom an invoke answers; `notice`, `open` and `filled` see `Drawing`."""
+        keeps its refresh clause (its deciders get the live card: `user_ids`, else the card's
+        as kept), a settled one has none. `viewer` is whom an invoke answers; `notice`,
+        `open` and `filled` see `Drawing`."""
         pending = update.state is RenderState.EXECUTING
-        user_ids = (ref.user_ids if ref else ()) or self.refresh_user_ids(update.actor_id)
+        if user_ids is None:
+            user_ids = (ref.user_ids if ref else ()) or self.refresh_user_ids(update.actor_id)
 
         def name_of(user_id: str) -> str | None:
             known = self.people.name(user_id)
@@ -248,27 +265,37 @@ class TeamsSurface:
 
     # -- the core's Messages (bot/requests/trail.py): post, edit, keep, stored
 
-    def _drawn(self, update: RequestUpdate, ref: CardRef | None = None) -> dict[str, Any]:
-        """The card posted in the conversation: read-only (its deciders get the live one by
-        refresh), but live for a request with no actor, which is anyone's there."""
+    def _drawn(
+        self, update: RequestUpdate, ref: CardRef | None = None, user_ids: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """The card posted in the conversation: read-only (its deciders, `user_ids`, get the
+        live one by refresh), but live for a request with no actor, which is anyone's there."""
         live = update.state is RenderState.EXECUTING and update.actor_id is None
-        return self.render(update, live=live, ref=ref)
+        return self.render(update, live=live, ref=ref, user_ids=user_ids)
 
     async def post(self, room: TeamsRoom, update: RequestUpdate) -> CardRef:
+        user_ids = await self.refresh_for(update, self.service_url(room), room.conversation_id)
         try:
-            return await self._post_or_fail(room, self._drawn(update))
+            posted = await self._post_or_fail(room, self._drawn(update, user_ids=user_ids))
         except ConnectorError as err:
             raise UndeliverableError(str(err)) from None
+        return dataclasses.replace(posted, user_ids=user_ids)
 
     async def edit(self, ref: CardRef, update: RequestUpdate) -> bool:
-        return await self._update(ref, self._drawn(update, ref))
+        user_ids = await self.refresh_for(
+            update, ref.service_url, ref.conversation_id, ref.user_ids
+        )
+        return await self._update(ref, self._drawn(update, ref, user_ids))
 
     async def keep(self, update: RequestUpdate, ref: CardRef) -> CardRef:
+        user_ids = await self.refresh_for(
+            update, ref.service_url, ref.conversation_id, ref.user_ids
+        )
         kept = CardRef(
             ref.service_url,
             ref.conversation_id,
             ref.activity_id,
-            self.refresh_user_ids(update.actor_id),
+            user_ids or self.refresh_user_ids(update.actor_id),
             self.people.name(update.actor_id),
         )
         if update.copy:

@@ -9,16 +9,26 @@ in the order they happened.
 
 One request may be shown in several rooms (its own, and copies a policy's `deliver` adds, two
 of them possibly on one surface): each room's message is its own, keyed by room.
+
+Updates are in order within a worker; across workers they may cross. A vote drawn on one
+worker (or a step fired there) can reach the platform after another worker's edit to the
+request's ending, which would leave the ended request showing its controls. So once such an
+edit is done the trail reads the request from the store (`current`): if it has ended meanwhile,
+its ending is drawn again over the late edit. Any later change is written to the store before
+its own edit is made, so it is drawn after this read, and after this edit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Generic, Protocol, TypeVar
 
 from bot.errors import UndeliverableError
 from bot.human_input import RenderState, RequestUpdate
+from bot.records import RequestRecord, RequestStatus
 from bot.requests.ordering import InOrder
 from bot.requests.wording import Phrase
 
@@ -55,10 +65,21 @@ class Messages(Protocol[Room, Ref]):
         ...
 
 
+Current = Callable[[str], Awaitable[RequestRecord | None]]
+"""A request as the store has it now (`RequestStore.get_request`)."""
+
+REDRAWS = 3  # endings drawn again at most, should it keep changing (its run's outcome)
+
+
 class MessageTrail(Generic[Room, Ref]):
-    def __init__(self, messages: Messages[Room, Ref], surface: str) -> None:
+    def __init__(
+        self, messages: Messages[Room, Ref], surface: str, current: Current | None = None
+    ) -> None:
+        """`current` reads a request from the store, for the ending another worker drew
+        before a late edit here (see the module's docstring); without it, nothing is read."""
         self.messages = messages
         self.surface = surface
+        self.current = current
         self._in_order = InOrder()
         # (room id, tool_call_id) -> its "Preparing…" message
         self._preparing: dict[tuple[str, str], Ref] = {}
@@ -110,10 +131,36 @@ class MessageTrail(Generic[Room, Ref]):
                         update.pending_id)  # fmt: skip
             return
         await self.messages.edit(ref, update)
+        if await self._ended_meanwhile(ref, update):
+            return  # its ending is shown again; a reminder of it would be noise
         voted = update.tally.approvers + update.tally.decliners if update.tally else ()
         said = update.audience.ping(update.actor_id, voted) if update.audience else None
         if said is not None:
             await self.messages.ping(room, update, said)
+
+    async def _ended_meanwhile(self, ref: Ref, update: RequestUpdate) -> bool:
+        """Whether the request ended while `update` (open) was being drawn at `ref`; if it
+        did, its ending is drawn again over it, as the store has it (and again if that moved
+        on meanwhile: a gated call's run outcome), so the last edit is never the open one."""
+        if self.current is None:
+            return False
+        drawn: tuple[object, ...] | None = None
+        for _ in range(REDRAWS):
+            latest = await self.current(update.pending_id)
+            if latest is None or latest.status is RequestStatus.PENDING:
+                return drawn is not None
+            seen = (latest.status, latest.settled_by, latest.result, latest.reason,
+                    latest.run_outcome)  # fmt: skip
+            if seen == drawn:
+                return True
+            ending = dataclasses.replace(
+                RequestUpdate.of(latest), room_id=update.room_id, copy=update.copy
+            )
+            log.info("request %s ended while its %s message was edited: drawn again",
+                     update.pending_id, self.surface)  # fmt: skip
+            await self.messages.edit(ref, ending)
+            drawn = seen
+        return True
 
     async def _post_request(self, update: RequestUpdate, room: Room) -> None:
         """Turn the "Preparing…" message into the request's, or post it; remember where."""

@@ -8,12 +8,12 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 
 from adapters.agent import audit_redaction
 from adapters.cli import main
@@ -120,6 +120,49 @@ def test_verify_names_the_changed_row_and_exits_1(database: str, tmp_path: Path)
         f"row id {changed} (chain_seq 42, {action}, {at.isoformat()}): "
         "content changed since it was sealed (hash mismatch)\n"
     )
+
+
+def _delete_42(conn: Connection) -> None:
+    conn.execute(delete(audit).where(audit.c.chain_seq == 42))
+
+
+def _insert_backdated(conn: Connection) -> None:  # unsealed: verify seals it at the end
+    conn.execute(insert(audit).values(
+        at=START, action="request.resolved", request_id="gen-000007", actor_id="U99",
+        detail={"result": '{"approved":true}'},
+    ))  # fmt: skip
+
+
+def _reorder_42_43(conn: Connection) -> None:  # places swapped, hashes kept
+    first = conn.execute(select(audit).where(audit.c.chain_seq == 42)).one()
+    second = conn.execute(select(audit).where(audit.c.chain_seq == 43)).one()
+    conn.execute(update(audit).where(audit.c.id == first.id).values(chain_seq=-1))
+    conn.execute(update(audit).where(audit.c.id == second.id).values(chain_seq=42))
+    conn.execute(update(audit).where(audit.c.id == first.id).values(chain_seq=43))
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    pytest.param(_delete_42, "(chain_seq 43, ", id="deleted"),
+    pytest.param(_insert_backdated, f"(chain_seq {2 * COUNT - COUNT // 5 + 1}, request.resolved",
+                 id="inserted"),
+    pytest.param(_reorder_42_43, "(chain_seq 42, ", id="reordered"),
+])  # fmt: skip
+def test_verify_names_a_deleted_inserted_or_reordered_row(
+    database: str, tmp_path: Path, change: Callable[[Connection], None], named: str
+) -> None:
+    async def tamper() -> None:
+        store = await open_store(database, migrate=False)
+        try:
+            await seal_chain(store)
+            await store.write(change)
+        finally:
+            await store.close()
+
+    asyncio.run(tamper())
+    bad = hitl(tmp_path, "audit", "verify", HITL_DATABASE_URL=database)
+    assert bad.returncode == 1 and bad.stderr == ""
+    assert bad.stdout.startswith("row id ") and named in bad.stdout, bad.stdout
+    assert bad.stdout.count("\n") == 1
 
 
 def test_redacted_keys_come_from_the_environment_and_the_agent_file(

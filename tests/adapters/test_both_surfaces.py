@@ -267,7 +267,11 @@ async def start_turn(both: Both) -> tuple[slack.Thread, JSON, str, JSON]:
     assert record.actor_id == SLACK_ALICE
     assert parse_slack_room(record.room_id) is not None
     assert record.room_id == f"slack:{slack.CHANNEL}:{thread.ts}"
-    assert record.message_refs["slack"] == {"channel": slack.CHANNEL, "ts": message["ts"]}
+    assert record.message_refs["slack"] == {
+        "channel": slack.CHANNEL, "ts": message["ts"],
+        "link": f"https://fake.slack.com/archives/{slack.CHANNEL}/p{message['ts'].replace('.', '')}"
+                f"?thread_ts={thread.ts}&cid={slack.CHANNEL}",
+    }  # fmt: skip
     assert "teams" not in record.message_refs  # the request's own room is not on Teams
     teams_ref = await both.copy_ref(record.id, "teams", TEAMS_ROOM)
     assert teams_ref["conversation_id"] == TEAMS_CHANNEL

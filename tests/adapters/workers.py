@@ -304,8 +304,9 @@ class Cluster:
             "ANTHROPIC_BASE_URL": self.model.base_url,
         }
         env |= {key: str(value) for key, value in settings.items()}
-        if module.startswith("tests."):
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
+        # This checkout's code, whatever the interpreter has installed (an editable install of
+        # another checkout, say), and the tests' own modules (STALLS_AFTER_ACK).
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
         log_path = self.folder / f"worker-{name}-{len(self.workers)}.log"
         log = log_path.open("wb")
         self._logs.append(log)

@@ -6,6 +6,11 @@ what the bot sends (see bot-connector.swagger.json):
     POST /v3/conversations/{conversationId}/activities                 -> {"id": new id}
     POST /v3/conversations/{conversationId}/activities/{activityId}    -> a reply, {"id": new id}
     PUT  /v3/conversations/{conversationId}/activities/{activityId}    -> {"id": activityId}
+    GET  /v3/conversations/{conversationId}/members/{memberId}         -> a roster entry
+
+A conversation's roster (`add_member`) answers look-ups of one member by Teams user id or AAD
+object id (Teams' "get single member"), 404 MemberNotFoundInConversation for anyone else; the
+look-ups are kept in `member_lookups`, apart from `calls`.
 
 Every call is recorded (method, path, body, headers); every version of every activity is kept.
 `fail_next` makes the next calls answer an error (429 with Retry-After by default); a
@@ -147,6 +152,8 @@ class FakeBotConnector:
         self._activities: defaultdict[str, dict[str, JSON]] = defaultdict(dict)
         self._versions: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
         self._faults: defaultdict[str, deque[_Fault]] = defaultdict(deque)
+        self._rosters: defaultdict[str, list[JSON]] = defaultdict(list)
+        self.member_lookups: list[tuple[str, str]] = []  # (conversation id, member id)
         # Activity ids look like Teams' message ids: numeric (a channel's ;messageid=).
         self._ids = itertools.count(int(time.time() * 1000))
         self._changed = asyncio.Condition()
@@ -161,6 +168,7 @@ class FakeBotConnector:
         app.router.add_post(base, self._create)
         app.router.add_post(base + "/{activity_id}", self._create)
         app.router.add_put(base + "/{activity_id}", self._update)
+        app.router.add_get("/v3/conversations/{conversation_id}/members/{member_id}", self._member)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -190,6 +198,11 @@ class FakeBotConnector:
         stored = {**copy.deepcopy(activity), "id": self.new_id()}
         self._store(conversation_id, stored)
         return copy.deepcopy(stored)
+
+    def add_member(self, conversation_id: str, account: JSON) -> None:
+        """Put `account` (`{"id": "29:…", "name": …, "aadObjectId": …}`) in a conversation's
+        roster."""
+        self._rosters[conversation_id].append(copy.deepcopy(account))
 
     def fail_next(
         self, method: str, status: int = 429, *, times: int = 1, retry_after: str | None = "0"
@@ -236,6 +249,20 @@ class FakeBotConnector:
         return result[0]
 
     # -- HTTP
+
+    async def _member(self, request: web.Request) -> web.Response:
+        conversation_id = request.match_info["conversation_id"]
+        member_id = request.match_info["member_id"]
+        self.member_lookups.append((conversation_id, member_id))
+        if (
+            self.token is not None
+            and request.headers.get("Authorization") != f"Bearer {self.token}"
+        ):
+            return _error(401, "Unauthorized", "missing or wrong bearer token")
+        for account in self._rosters[conversation_id]:
+            if member_id in (account.get("id"), account.get("aadObjectId")):
+                return web.json_response(account)
+        return _error(404, "MemberNotFoundInConversation", "no such member in the conversation")
 
     async def _create(self, request: web.Request) -> web.Response:
         return await self._handle(request, create=True)

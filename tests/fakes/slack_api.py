@@ -352,6 +352,8 @@ class FakeSlack:
         self._messages: defaultdict[str, dict[str, JSON]] = defaultdict(dict)
         self._history: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
         self._faults: defaultdict[str, deque[_Fault]] = defaultdict(deque)
+        self._holds: list[tuple[str, Callable[[JSON], bool], asyncio.Event]] = []
+        self.held: list[JSON] = []  # the arguments of each held call, as it began to wait
         self._triggers: dict[str, _Trigger] = {}
         self._response_urls: dict[str, tuple[str, str, int]] = {}  # key -> channel, ts, uses
         self._file_bodies: dict[str, bytes] = {}
@@ -466,6 +468,14 @@ class FakeSlack:
         """The next ``times`` calls of ``method`` answer HTTP 429 with ``Retry-After``."""
         self._faults[method].extend(_Fault(429, "ratelimited", retry_after) for _ in range(times))
 
+    def hold(self, method: str, when: Callable[[JSON], bool]) -> asyncio.Event:
+        """The next call of `method` whose arguments `when` accepts waits, listed in `held`,
+        until the returned event is set; then it is answered as usual (a slow call, in an
+        order the test decides)."""
+        released = asyncio.Event()
+        self._holds.append((method, when, released))
+        return released
+
     def fail(
         self,
         method: str,
@@ -546,6 +556,7 @@ class FakeSlack:
         auth = request.headers.get("Authorization", "")
         token = args.pop("token", None) or auth.removeprefix("Bearer ").strip() or None
         self.calls.append((method, args))
+        await self._held(method, args)
         headers: dict[str, str] = {}
         try:
             if token is None:
@@ -567,6 +578,17 @@ class FakeSlack:
         async with self._changed:
             self._changed.notify_all()
         return web.json_response(body, status=status, headers=headers)
+
+    async def _held(self, method: str, args: JSON) -> None:
+        for hold in self._holds:
+            name, when, released = hold
+            if name == method and when(args):
+                self._holds.remove(hold)
+                self.held.append(copy.deepcopy(args))
+                async with self._changed:
+                    self._changed.notify_all()
+                await released.wait()
+                return
 
     async def _raw(self, fault: _Fault) -> web.Response:
         async with self._changed:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.app import RECORDS_UNAVAILABLE
+from bot.tools.grants import Grants
 from tests.adapters.slack.conftest import (
     ADMIN,
     ALICE,
@@ -111,6 +112,26 @@ async def test_an_admin_sees_every_room_and_the_audit_log_filtered(start_env: St
     # Each admin view used is on the record (the unreadable one showed nothing).
     used = [e.detail["command"] for e in await env.store.list_audit(actor_id=ADMIN)]
     assert used == ["audit other* 24h", f"audit @{ALICE} requestApp* 24h", "pending"]
+
+
+async def test_an_admin_lists_every_rooms_grants_others_this_channels(
+    start_env: StartEnv,
+) -> None:
+    env = await start_env(HITL_ADMINS=ADMIN)
+    grants = Grants(env.store)
+    for room in (f"slack:{CHANNEL}:1.0", "slack:C0ELSEWHERE:2.0"):
+        await grants.grant(
+            room_id=room, actor_id=ALICE, tool_name="deploy", arguments={}, seconds=3600,
+            granted_by=ALICE,
+        )  # fmt: skip
+
+    everywhere = (await slash(env, "grants", user=ADMIN))["text"]
+    assert everywhere.startswith("2 tool grant(s) in all:")
+    assert "in slack:C0ELSEWHERE:2.0" in everywhere and f"in slack:{CHANNEL}:1.0" in everywhere
+    here = (await slash(env, "grants"))["text"]  # Alice, no admin: this channel's only
+    assert here.startswith("1 tool grant(s) here:") and "C0ELSEWHERE" not in here
+    used = [e.detail["command"] for e in await env.store.list_audit(actor_id=ADMIN)]
+    assert used == ["grants"]  # the admin view is on the record
 
 
 async def test_an_admin_cancels_a_request_the_message_says_so_and_the_model_is_told(

@@ -138,6 +138,9 @@ async def test_at_the_deadline_the_rule_s_default_answer_applies_as_expired(
     }  # fmt: skip
     record = await env.request_record(message)
     assert record.status is RequestStatus.TIMED_OUT and record.settled_by is None
+    endings = [(e.action, e.actor_id) for e in await env.store.list_audit(request_id=record.id)
+               if e.action not in ("request.created", "request.delivered")]  # fmt: skip
+    assert endings == [("request.timed_out", None)]  # expired, nobody's "no"
 
 
 async def test_two_approvals_with_the_tally_shown_between_them(

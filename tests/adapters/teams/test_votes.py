@@ -1,27 +1,41 @@
-"""A policy file end to end in Teams (HITL_POLICY_FILE): two approvals of people the rule names
-by AAD object id, the card in the conversation updated with the tally between them, every
-refreshed card showing it, and the model's result naming both."""
+"""A policy file end to end in Teams (HITL_POLICY_FILE): two approvals of the three people the
+rule names by AAD object id, the card in the conversation updated with the tally between them,
+every refreshed card showing it, the model's result naming both and the third approver's click
+too late; one decline among the approvals declines, the decliner's reason reaching the model."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.adapters.teams.conftest import ALICE, WAIT, Chat, Env, StartEnv, User, is_live, text_of
+from bot.records import RequestStatus
+from tests.adapters.teams.conftest import (
+    ALICE,
+    WAIT,
+    Chat,
+    Env,
+    StartEnv,
+    User,
+    is_live,
+    request_id_of,
+    text_of,
+)
 from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
 
 # The rule names Teams users by their AAD object ids, which are GUIDs.
 BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
 CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
+DAVE = User("0da40000-0000-4000-8000-000000000da4", "29:1dave-bf-id", "Dave Diaz")
 POLICY = f"""\
 rules:
   - match: {{tool: requestApproval}}
-    approvers: [teams:{BOB.aad}, teams:{CAROL.aad}]
+    approvers: [teams:{BOB.aad}, teams:{CAROL.aad}, teams:{DAVE.aad}]
     required: 2
   - match: {{tool: "*"}}
     approvers: [actor]
 """
 TALLY = f"1 of 2 approvals: {BOB.name}"
+WHOM = f"Asked by {ALICE.name}. Approvers: {BOB.aad}, {CAROL.aad}, {DAVE.aad}. Expires "
 
 
 async def served(start_env: StartEnv, tmp_path: Path) -> Env:
@@ -43,8 +57,7 @@ async def test_two_approvals_with_the_tally_on_every_card(
 ) -> None:
     env = await served(start_env, tmp_path)
     deploy = {"action": "Deploy v2", "reason": "Release day"}
-    whom = f"Asked by {ALICE.name}. Approvers: {BOB.aad}, {CAROL.aad}. Expires "
-    chat, activity_id, card = await start_turn(env, "requestApproval", deploy, whom=whom)
+    chat, activity_id, card = await start_turn(env, "requestApproval", deploy, whom=WHOM)
     request_id = str(card["refresh"]["action"]["data"]["request_id"])
 
     said = await approve(chat, request_id, BOB)
@@ -65,3 +78,34 @@ async def test_two_approvals_with_the_tally_on_every_card(
     assert_settled_reply(reply, answered)
     result = await finish(env, chat, activity_id, answered)
     assert json.loads(result["content"]) == {"approved": True, "approved_by": [BOB.aad, CAROL.aad]}
+
+    late = (await chat.invoke("hitl_approve", request_id, user=DAVE)).card  # the third
+    assert "This request was already answered" in text_of(late) and not is_live(late)
+    assert await votes_cast(env, request_id) == [(BOB.aad, True), (CAROL.aad, True)]
+
+
+async def votes_cast(env: Env, request_id: str) -> list[tuple[str | None, bool]]:
+    audit = await env.store.list_audit(request_id=request_id)
+    return [(e.actor_id, e.detail["approve"]) for e in reversed(audit) if e.action == "vote.cast"]
+
+
+async def test_a_decline_among_the_approvals_declines(start_env: StartEnv, tmp_path: Path) -> None:
+    env = await served(start_env, tmp_path)
+    deploy = {"action": "Deploy v2", "reason": "Release day"}
+    chat, activity_id, card = await start_turn(env, "requestApproval", deploy, whom=WHOM)
+    request_id = request_id_of(card)
+    assert TALLY in await approve(chat, request_id, BOB)
+
+    live = (await chat.invoke("hitl_refresh", request_id, user=CAROL)).card
+    assert is_live(live) and TALLY in text_of(live)
+    reply = await chat.invoke(
+        "hitl_decline", request_id, user=CAROL, inputs={"decline.reason": "Code freeze"}
+    )
+    declined = f"Declined by {CAROL.name}"
+    shown = assert_settled_reply(reply, declined)
+    assert "Code freeze" in text_of(shown) and TALLY not in text_of(shown)
+    result = await finish(env, chat, activity_id, declined)
+    assert result["is_error"] is True and "Code freeze" in json.loads(result["content"])["error"]
+    record = await env.record(request_id)
+    assert (record.status, record.settled_by) == (RequestStatus.REJECTED, CAROL.aad)
+    assert await votes_cast(env, request_id) == [(BOB.aad, True), (CAROL.aad, False)]
