@@ -190,6 +190,8 @@ def created_values(
         "tool_name": record.tool_name,
         "arguments": redact(record.arguments, secret),
         "room_id": record.room_id,
+        # Room ids start with their surface's name ("slack:C1:1.2", "teams:19:…").
+        "surface": record.room_id.partition(":")[0] if ":" in record.room_id else None,
         "channel_id": record.channel_id,
         "channel_type": record.channel_type,
         "tool_call_id": record.tool_call_id,

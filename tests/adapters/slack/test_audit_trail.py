@@ -37,6 +37,7 @@ async def test_every_step_of_a_request_is_a_row_of_the_chain(
     created, delivered, refused, bob, _, resolved = (e.detail for e in rows)
     assert created["tool_name"] == "requestApproval" and created["arguments"] == DEPLOY
     assert created["room_id"] == f"slack:{CHANNEL}:{thread.ts}"
+    assert created["surface"] == "slack"
     link = (f"https://{TEAM_DOMAIN}.slack.com/archives/{CHANNEL}/p{message['ts'].replace('.', '')}"
             f"?thread_ts={thread.ts}&cid={CHANNEL}")  # fmt: skip
     where = {"channel": CHANNEL, "ts": message["ts"], "link": link}
