@@ -79,14 +79,11 @@ def create_engine(
         )
         configure_sqlite(engine)
         return engine
-    # pre_ping drops connections the server closed while idle (restarts, idle timeouts).
+    # No pre-ping (a round trip per checkout): a connection the server closed while idle
+    # fails before sending anything, and the store replaces it and runs the call once more
+    # (SqlStore._retried, PostgresLane). The lane holds 4 of these connections.
     return create_async_engine(
-        target,
-        connect_args=args,
-        pool_size=10,
-        max_overflow=10,
-        pool_pre_ping=True,
-        pool_recycle=1800,
+        target, connect_args=args, pool_size=14, max_overflow=10, pool_recycle=1800
     )
 
 

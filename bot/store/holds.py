@@ -143,17 +143,43 @@ PROPOSE_ONE = (
 
 
 def decision(conn: Connection, settlement: Settlement, now: datetime) -> Decision:
+    """SQLite: where the proposal stands; forgotten (deleted) once the request settled."""
     row = conn.execute(STANDING, {"request_id": settlement.request_id, "now": now}).first()
     if row is not None and row.status == PENDING:
         return Decision.PENDING if row.held else Decision.ORPHANED
     conn.execute(DELETE_PROPOSAL, {"proposal": settlement.proposal})
-    if row is not None and row.settled_proposal == settlement.proposal:
+    return decided(None if row is None else dict(row._mapping), settlement.proposal)
+
+
+def decided(standing: Mapping[str, Any] | None, proposal: str | None) -> Decision:
+    """A proposal's standing from its request's (`STANDING`'s columns; None: no request)."""
+    if standing is not None and standing["status"] == PENDING:
+        return Decision.PENDING if standing["held"] else Decision.ORPHANED
+    if standing is not None and standing["settled_proposal"] == proposal:
         return Decision.ACCEPTED
     return Decision.REFUSED
 
 
+# PostgreSQL, in one statement: the request's standing, and the proposal deleted unless the
+# request is still pending.
+_standing = STANDING.cte("standing")
+_forgotten = DELETE_PROPOSAL.where(
+    ~exists().where(_standing.c.status == PENDING).select_from(_standing)
+).cte("forgotten")
+DECISION_ONE = select(_standing).add_cte(_forgotten)
+
+# The request's status with its waiting proposals (none: one row of NULLs), oldest first.
+STATUS_AND_PROPOSALS = (
+    select(requests.c.status.label("request_status"), proposals)
+    .select_from(requests.outerjoin(proposals, proposals.c.request_id == requests.c.id))
+    .where(_REQUEST)
+    .order_by(proposals.c.at, proposals.c.id)
+)
+
+
 def waiting_proposals(conn: Connection, request_id: str) -> list[Settlement] | None:
-    if conn.execute(STATUS, {"request_id": request_id}).scalar() != PENDING:
+    rows = list(conn.execute(STATUS_AND_PROPOSALS, {"request_id": request_id}))
+    if not rows or rows[0].request_status != PENDING:
         return None
     return [
         Settlement(
@@ -165,7 +191,8 @@ def waiting_proposals(conn: Connection, request_id: str) -> list[Settlement] | N
             row.by,
             proposal=row.id,
         )
-        for row in conn.execute(PROPOSALS, {"request_id": request_id})
+        for row in rows
+        if row.id is not None
     ]
 
 

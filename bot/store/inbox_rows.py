@@ -38,11 +38,12 @@ PRUNE = delete(inbox).where(inbox.c.applied_at < bindparam("before"))
 
 
 def insert_new(dialect: str) -> Executable:
-    """INSERT … ON CONFLICT (key) DO NOTHING, spelled per dialect: no row for a known key."""
+    """INSERT … ON CONFLICT (key) DO NOTHING RETURNING key, spelled per dialect: the keys
+    not known before come back."""
     dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement: Executable = dialect_insert(inbox).on_conflict_do_nothing(
-        index_elements=[inbox.c.key]
-    )
+    statement: Executable = (
+        dialect_insert(inbox).on_conflict_do_nothing(index_elements=[inbox.c.key])
+    ).returning(inbox.c.key)
     return statement
 
 
@@ -53,17 +54,24 @@ def receive(
     interactions: list[tuple[str, dict[str, Any] | None]],
     now: datetime,
 ) -> list[bool]:
-    new = []
-    for key, payload in interactions:
-        values = {
+    """Every interaction in one statement (whatever arrived together); for each, whether it
+    is new (a key seen before, or earlier in the same batch, is a replay)."""
+    rows = [
+        {
             "key": key,
             "surface": surface,
             "payload": payload,
             "received_at": now,
             "applied_at": now if payload is None else None,
         }
-        new.append(conn.execute(statement, values).rowcount == 1)
-    return new
+        for key, payload in interactions
+    ]
+    new = {row.key for row in conn.execute(statement.values(rows))}  # type: ignore[attr-defined]
+    first: list[bool] = []
+    for key, _ in interactions:
+        first.append(key in new)
+        new.discard(key)
+    return first
 
 
 def mark_applied(conn: Connection, keys: list[str], now: datetime) -> list[str]:

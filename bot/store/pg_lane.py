@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+from sqlalchemy import Executable
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.store.prepared import Prepared, driver_error
+from bot.store.pg_groups import Call, Group, Rows, run_grouped
+from bot.store.prepared import driver_error, prepared
 
 
 @dataclass(slots=True)
@@ -50,20 +52,35 @@ class PostgresLane:
 
         return unwatch
 
-    async def fetch(self, prepared: Prepared, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    async def fetch(self, statement: Executable, values: Mapping[str, Any]) -> Rows:
         """The statement's returned rows, converted (bot/store/prepared.py)."""
-        args = prepared.args(values)
-        for watcher in self._watchers:
-            watcher(prepared.sql)
         async with self._permits:
-            held = await self._take()
-            try:
-                rows = await self._fetch_on(held, prepared.sql, args)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError) as err:
-                raise driver_error(err, prepared.sql) from err
-            finally:
-                await self._give_back(held)
-        return [prepared.row(row) for row in rows]
+            return await self._run(statement, values)
+
+    async def grouped(self, group: Group, values: Mapping[str, Any]) -> Rows:
+        """A call of `group`'s kind: alone if a connection is free, else sent with the calls
+        of its kind queued with it when one frees (bot/store/pg_groups.py)."""
+        call = Call(values, asyncio.get_running_loop().create_future())
+        group.queue.append(call)
+        async with self._permits:
+            if not call.taken:  # else another caller sends it: its answer comes from there
+                await run_grouped(group, group.take(call), self._run)
+        return await call.future
+
+    async def _run(self, statement: Executable, values: Mapping[str, Any]) -> Rows:
+        """One statement on a held connection (the caller holds a permit)."""
+        ready = prepared(statement, self._engine.dialect)
+        args = ready.args(values)
+        for watcher in self._watchers:
+            watcher(ready.sql)
+        held = await self._take()
+        try:
+            rows = await self._fetch_on(held, ready.sql, args)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as err:
+            raise driver_error(err, ready.sql) from err
+        finally:
+            await self._give_back(held)
+        return [ready.row(row) for row in rows]
 
     async def _fetch_on(self, held: _Held, sql: str, args: list[Any]) -> list[Any]:
         try:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
+    ARRAY,
     Connection,
     Row,
     String,
@@ -55,12 +56,15 @@ NOTIFY = select(func.pg_notify(bindparam("channel"), bindparam("id")))
 HELD_BY_LIVE_WORKER = exists().where(
     holders.c.worker_id == requests.c.held_by, holders.c.alive_until >= bindparam("now")
 )
-# Who may settle a pending request: anyone if no live worker holds it, else only its holder.
-MAY_SETTLE = or_(
-    requests.c.held_by.is_(None),
-    requests.c.held_by == bindparam("worker"),
-    ~HELD_BY_LIVE_WORKER,
-)
+
+
+def may_settle(worker: Any) -> Any:
+    """Who may settle a pending request: anyone if no live worker holds it, else only its
+    holder (`worker`: the settling worker's id, a parameter or a column)."""
+    return or_(requests.c.held_by.is_(None), requests.c.held_by == worker, ~HELD_BY_LIVE_WORKER)
+
+
+MAY_SETTLE = may_settle(bindparam("worker"))
 # The compare-and-set: only a request still pending matches, so only one settle can win.
 SETTLE = (
     update(requests)
@@ -109,6 +113,79 @@ SETTLE_ONE = (
     .add_cte(_applied, _settled_logged)
 )
 
+# PostgreSQL's group commit (bot/store/pg_groups.py): several creates, or several settles
+# (of different requests), in one statement, their values as arrays column by column.
+REQUEST_KEYS = tuple(column.key for column in requests.c)
+CREATE_ARRAYS = (*REQUEST_KEYS, "detail")
+SETTLE_ARRAYS = ("request_id", "new_status", "new_result", "new_reason", "new_by", "new_at",
+                 "proposal", "worker", "action", "detail")  # fmt: skip
+
+
+def _arrays(name: str, keys: tuple[str, ...], types: Mapping[str, Any]) -> Any:
+    """A CTE of one row per call: `unnest` of each key's array (the parameter `<key>s`)."""
+    arrays = [bindparam(f"{key}s", type_=ARRAY(types[key])) for key in keys]
+    rows = func.unnest(*arrays).table_valued(*keys).render_derived(name=f"{name}_rows")
+    return select(rows).cte(name)
+
+
+_asked_rows = _arrays(
+    "asked_rows", CREATE_ARRAYS, {**{c.key: c.type for c in requests.c}, "detail": JsonType}
+)
+_made = (
+    insert(requests)
+    .from_select(list(REQUEST_KEYS), select(*(_asked_rows.c[key] for key in REQUEST_KEYS)))
+    .returning(requests.c.id)
+    .cte("made")
+)
+_made_logged = insert(audit).from_select(
+    list(AUDIT_COLUMNS),
+    select(
+        _asked_rows.c.created_at, literal("request.created"), _made.c.id,
+        _asked_rows.c.actor_id, _asked_rows.c.detail,
+    ).select_from(_made.join(_asked_rows, _asked_rows.c.id == _made.c.id)),
+).cte("made_logged")  # fmt: skip
+CREATE_MANY = select(_made.c.id).add_cte(_made_logged)
+
+_settles = _arrays("settles", SETTLE_ARRAYS, {
+    "request_id": String(), "new_status": String(), "new_result": String(),
+    "new_reason": String(), "new_by": String(), "new_at": UTCDateTime(), "proposal": String(),
+    "worker": String(), "action": String(), "detail": JsonType,
+})  # fmt: skip
+_won_many = (
+    update(requests)
+    .where(
+        requests.c.id == _settles.c.request_id,
+        requests.c.status == PENDING,
+        may_settle(_settles.c.worker),
+    )
+    .values(
+        status=_settles.c.new_status,
+        result=_settles.c.new_result,
+        reason=_settles.c.new_reason,
+        settled_by=_settles.c.new_by,
+        settled_at=_settles.c.new_at,
+        settled_proposal=_settles.c.proposal,
+        held_by=None,
+    )
+    .returning(requests.c.id)
+    .cte("won_many")
+)
+_applied_many = (
+    delete(proposals)
+    .where(proposals.c.id == _settles.c.proposal, _settles.c.request_id == _won_many.c.id)
+    .cte("applied_many")
+)
+_settled_many_logged = insert(audit).from_select(
+    list(AUDIT_COLUMNS),
+    select(
+        _settles.c.new_at, _settles.c.action, _won_many.c.id, _settles.c.new_by,
+        _settles.c.detail,
+    ).select_from(_won_many.join(_settles, _settles.c.request_id == _won_many.c.id)),
+).cte("settled_many_logged")  # fmt: skip
+SETTLE_MANY = select(
+    _won_many.c.id.label("request_id"), func.pg_notify(SETTLED_CHANNEL, _won_many.c.id)
+).add_cte(_applied_many, _settled_many_logged)
+
 GET_REQUEST = select(requests).where(requests.c.id == bindparam("request_id"))
 LIST_PENDING = (
     select(requests)
@@ -146,6 +223,29 @@ SET_MESSAGE_REFS = (
     .where(requests.c.id == bindparam("request_id"))
     .values(message_refs=bindparam("refs"))
 )
+# PostgreSQL, in one statement: the reference merged in (`message_refs || {surface: ref}`,
+# under the row's lock, so two surfaces posting at once both keep theirs) and, for the
+# surface's first post, the request.delivered audit row. A row comes back if the request is.
+_before = (
+    select(requests.c.id, requests.c.message_refs)
+    .where(requests.c.id == bindparam("request_id"))
+    .with_for_update()
+    .cte("before")
+)
+_merged = (
+    update(requests)
+    .where(requests.c.id == _before.c.id)
+    .values(message_refs=requests.c.message_refs.op("||")(bindparam("patch", type_=JsonType)))
+    .cte("merged")
+)
+_delivered = audit_of(
+    select(_before.c.id)
+    .where(~_before.c.message_refs.bool_op("?")(bindparam("surface", type_=String())))
+    .cte("first_post"),
+    literal("request.delivered"),
+).cte("delivered")
+SET_MESSAGE_REF_ONE = select(_before.c.id).add_cte(_merged, _delivered)
+
 FOR_TOOL_CALL = (
     select(requests)
     .where(requests.c.tool_call_id == bindparam("tool_call_id"))
@@ -247,17 +347,25 @@ def settle(conn: Connection, values: Mapping[str, Any]) -> bool:
     return True
 
 
-def set_message_ref(conn: Connection, request_id: str, surface: str, ref: dict[str, Any]) -> None:
-    """Keep where `surface` posted the request; its first post is audited as delivered."""
+def message_ref_values(request_id: str, surface: str, ref: dict[str, Any]) -> dict[str, Any]:
+    """Where `surface` posted the request, and its request.delivered audit row's values."""
+    return {
+        "request_id": request_id,
+        "surface": surface,
+        "patch": {surface: ref},
+        "at": datetime.now(UTC),
+        "actor_id": None,
+        "detail": {"surface": surface, "ref": ref},
+    }
+
+
+def set_message_ref(conn: Connection, values: Mapping[str, Any]) -> None:
+    """SQLite: keep where a surface posted the request (`message_ref_values`); its first post
+    is audited as delivered. KeyError for an unknown request."""
+    request_id, surface = values["request_id"], values["surface"]
     refs = conn.execute(LOCK_MESSAGE_REFS, {"request_id": request_id}).scalar()
     if refs is None:
         raise KeyError(request_id)
-    conn.execute(SET_MESSAGE_REFS, {"request_id": request_id, "refs": {**refs, surface: ref}})
+    conn.execute(SET_MESSAGE_REFS, {"request_id": request_id, "refs": {**refs, **values["patch"]}})
     if surface not in refs:
-        conn.execute(INSERT_AUDIT, {
-            "at": datetime.now(UTC),
-            "action": "request.delivered",
-            "request_id": request_id,
-            "actor_id": None,
-            "detail": {"surface": surface, "ref": ref},
-        })  # fmt: skip
+        conn.execute(INSERT_AUDIT, {**values, "action": "request.delivered"})

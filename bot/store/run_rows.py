@@ -14,23 +14,6 @@ _RUN_KEY = (
     runs.c.room_id == bindparam("b_room"),
     runs.c.channel_id == bindparam("b_channel"),
 )
-# Taking a run is a compare-and-set too: idle, already ours, or its holder's lease lapsed.
-TAKE_RUN = (
-    update(runs)
-    .where(
-        *_RUN_KEY,
-        (runs.c.active.is_(False))
-        | (runs.c.owner == bindparam("b_owner"))
-        | (runs.c.lease_until < bindparam("b_now")),
-    )
-    .values(
-        owner=bindparam("b_owner"),
-        actor_id=bindparam("b_actor"),
-        lease_until=bindparam("b_lease"),
-        active=True,
-        updated_at=bindparam("b_now"),
-    )
-)
 RENEW_RUNS = (
     update(runs)
     .where(runs.c.owner == bindparam("b_owner"), runs.c.active.is_(True))
@@ -55,25 +38,29 @@ ORPHANED_RUNS = (
 
 
 def new_run(dialect: str) -> Executable:
-    """Insert a room's first run, or nothing if the room already has a row."""
+    """Taking a room's run in one statement: its first row inserted, or the row taken over if
+    it is idle, already ours, or its holder's lease lapsed (a compare-and-set)."""
     dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    keys = [runs.c.room_id, runs.c.channel_id]
-    statement: Executable = dialect_insert(runs).on_conflict_do_nothing(index_elements=keys)
+    new = dialect_insert(runs)
+    taken = new.excluded
+    statement: Executable = new.on_conflict_do_update(
+        index_elements=[runs.c.room_id, runs.c.channel_id],
+        set_={
+            "owner": taken.owner,
+            "actor_id": taken.actor_id,
+            "lease_until": taken.lease_until,
+            "active": True,
+            "updated_at": taken.updated_at,
+        },
+        where=(runs.c.active.is_(False))
+        | (runs.c.owner == taken.owner)
+        | (runs.c.lease_until < taken.updated_at),
+    )
     return statement
 
 
-def take_run(conn: Connection, new: Executable, run: dict[str, Any]) -> bool:
-    if conn.execute(new, run).rowcount:
-        return True
-    binds = {
-        "b_room": run["room_id"],
-        "b_channel": run["channel_id"],
-        "b_owner": run["owner"],
-        "b_actor": run["actor_id"],
-        "b_lease": run["lease_until"],
-        "b_now": run["updated_at"],
-    }
-    return bool(conn.execute(TAKE_RUN, binds).rowcount)
+def take_run(conn: Connection, take: Executable, run: dict[str, Any]) -> bool:
+    return bool(conn.execute(take, run).rowcount)
 
 
 def run_of(row: Row[Any]) -> RunRecord:
