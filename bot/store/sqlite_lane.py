@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from bot.store.engine import WRITE_OPTION
 
@@ -111,20 +112,28 @@ class SqliteLane:
         calls: list[_Call] = [call for call in batch if call is not None]
         if not calls:
             return
+        if not self._run_together(calls):
+            for call in calls:  # one of them raised: each alone, so only it sees its error
+                call.failed = None
+                self._run_together([call])
+        self._answer(calls)
+
+    def _run_together(self, calls: list[_Call]) -> bool:
+        """`calls` in one transaction, committed if every one returns: True. If one raises,
+        the transaction is rolled back; False when there were several (to be run alone)."""
         try:
             conn = self._connection()
             conn.execution_options(**{WRITE_OPTION: any(call.writer for call in calls)})
             with conn.begin():
-                if len(calls) == 1:
-                    calls[0].value = calls[0].body(conn, *calls[0].args)
-                else:
-                    self._each_in_a_savepoint(conn, calls)
-        except BaseException as err:  # the BEGIN, the commit, or a lone call itself
-            for call in calls:
-                if call.failed is None:
-                    call.failed = err
+                for call in calls:
+                    call.value = call.body(conn, *call.args)
+        except BaseException as err:  # a call itself, or the BEGIN, or the commit
             self._drop_connection()
-        self._answer(calls)
+            if len(calls) > 1 and not _database_failure(err):
+                return False
+            for call in calls:
+                call.failed = err
+        return True
 
     def _connection(self) -> Connection:
         """The lane's connection, kept between batches (a checkout per batch costs more than
@@ -144,18 +153,6 @@ class SqliteLane:
             with contextlib.suppress(Exception):
                 self._conn.close()
             self._conn = None
-
-    @staticmethod
-    def _each_in_a_savepoint(conn: Connection, calls: list[_Call]) -> None:
-        raw = _driver(conn)
-        for call in calls:
-            raw.execute("SAVEPOINT hitl_call")
-            try:
-                call.value = call.body(conn, *call.args)
-            except Exception as err:
-                raw.execute("ROLLBACK TO hitl_call")
-                call.failed = err
-            raw.execute("RELEASE hitl_call")
 
     def _trace(self, conn: Connection) -> None:
         raw = _driver(conn)
@@ -189,6 +186,12 @@ def _settle_futures(calls: list[_Call]) -> None:
             call.future.set_exception(call.failed)
         else:
             call.future.set_result(call.value)
+
+
+def _database_failure(err: BaseException) -> bool:
+    """An error of the database itself (locked, full, I/O), which every call of the batch would
+    meet alone too, rather than one call's own (a constraint it broke, a key it missed)."""
+    return isinstance(err, OperationalError | sqlite3.OperationalError)
 
 
 def _driver(conn: Connection) -> sqlite3.Connection:
