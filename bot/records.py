@@ -13,7 +13,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+if TYPE_CHECKING:
+    from bot.human_input.deadlines import DeadlineQueue
 
 
 class RequestStatus(StrEnum):
@@ -104,7 +107,10 @@ class PendingInput:
     _waiters: asyncio.Future[None] | list[asyncio.Future[None]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
-    _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False, compare=False)
+    # The deadline queue it is armed in, and its deadline on the loop's clock
+    # (bot/human_input/deadlines.py); the seconds a timeout's message names.
+    _timer: DeadlineQueue | None = field(default=None, init=False, repr=False, compare=False)
+    _deadline: float = field(default=0.0, init=False, repr=False, compare=False)
     _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)
     _flags: int = field(default=0, init=False, repr=False, compare=False)
 

@@ -124,9 +124,7 @@ class Settling(HandlerState):
         if request._flags & HELD:
             self._holding -= 1
         request._flags = 0
-        if request._timer is not None:
-            request._timer.cancel()
-            request._timer = None
+        self._deadlines.disarm(request)
         waiters, request._waiters = request._waiters, None
         for waiter in waiters if isinstance(waiters, list) else (waiters,):
             if waiter is not None and not waiter.done():

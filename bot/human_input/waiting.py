@@ -48,8 +48,7 @@ class Waiting(HandlerState):
     def _add_waiter(self, request: PendingInput, timeout: float) -> asyncio.Future[None]:
         """A future for one more waiter; the request's deadline moves in to `timeout` if sooner."""
         loop = asyncio.get_running_loop()
-        timer = request._timer
-        if timer is None or timer.when() > loop.time() + timeout:
+        if request._timer is None or request._deadline > loop.time() + timeout:
             self._arm_timer(request, timeout)
         waiter: asyncio.Future[None] = loop.create_future()
         waiters = request._waiters
@@ -81,15 +80,10 @@ class Waiting(HandlerState):
         self._retire(request)
 
     def _arm_timer(self, request: PendingInput, seconds: float) -> None:
-        if request._timer is not None:
-            request._timer.cancel()
         request._timer_seconds = seconds
-        request._timer = asyncio.get_running_loop().call_later(
-            seconds, self._expire_callback, request, context=self._timer_context
-        )
+        self._deadlines.arm(request, seconds)
 
     def _expire(self, request: PendingInput) -> None:
-        request._timer = None
         reason = timeout_message(request._timer_seconds, request.tool_name)
         result = self._default_answer(request)
         self._settle(request, RequestStatus.TIMED_OUT, result=result, reason=reason)
