@@ -8,7 +8,6 @@ with SQLAlchemy; the in-memory handler needs none.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     from bot.human_input.deadlines import DeadlineQueue
+    from bot.human_input.waiter import Wait
 
 
 class RequestStatus(StrEnum):
@@ -102,13 +102,11 @@ class PendingInput:
     escalation: EscalationState | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
-    # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves
-    # the others waiting.
-    _waiters: asyncio.Future[None] | list[asyncio.Future[None]] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-    # The deadline queue it is armed in, and its deadline on the loop's clock
-    # (bot/human_input/deadlines.py); the seconds a timeout's message names.
+    # The handler's own (bot/human_input/): the wait() calls blocked on it (one, or a list for
+    # a second: cancelling one leaves the others waiting); the deadline queue it is armed in
+    # and its deadline on the loop's clock (deadlines.py); the seconds a timeout's message
+    # names; bit flags.
+    _waiters: Wait | list[Wait] | None = field(default=None, init=False, repr=False, compare=False)
     _timer: DeadlineQueue | None = field(default=None, init=False, repr=False, compare=False)
     _deadline: float = field(default=0.0, init=False, repr=False, compare=False)
     _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)

@@ -126,9 +126,11 @@ class Settling(HandlerState):
         request._flags = 0
         self._deadlines.disarm(request)
         waiters, request._waiters = request._waiters, None
-        for waiter in waiters if isinstance(waiters, list) else (waiters,):
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+        if isinstance(waiters, list):
+            for waiter in waiters:
+                waiter._wake()
+        elif waiters is not None:
+            waiters._wake()
         self._retain(request)
         if tell:
             self._notify_observers(request)
