@@ -34,6 +34,8 @@ NEW, BLOCKED, WOKEN, CANCELLED, DELEGATING, DONE = range(6)
 
 
 class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
+    """One call of wait(): the coroutine, and the future its task waits on while it blocks."""
+
     __slots__ = (
         "_asyncio_future_blocking",
         "_callback",
@@ -51,13 +53,13 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         """`key`: the request's id, or the request (once read from the store)."""
         self._handler = handler
         # The id (or the request) until it starts; the store's coroutine while it runs that.
-        self._inner: str | PendingInput | Coroutine[Any, Any, str] = key
+        self._inner: str | PendingInput | Coroutine[Any, Any, str] | None = key
         self._timeout = timeout
         self._state = NEW
         # None until it blocks: asyncio.isfuture() must not take a wait() for a future, or
         # ensure_future() and gather() would await it instead of running it.
         self._asyncio_future_blocking: bool | None = None
-        self._request: PendingInput
+        self._request: PendingInput  # while it blocks: a finished one keeps nothing of it
         self._loop: asyncio.AbstractEventLoop
         self._callback: Callable[[Wait], object] | None
         self._context: Context | None
@@ -72,6 +74,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         state = self._state
         if state == WOKEN:
             request = self._request
+            del self._request
             self._state = DONE
             self._handler._retire(request)
             raise StopIteration(outcome(request))
@@ -79,8 +82,8 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             return self._start()
         if state == DELEGATING:
             return self._delegate(None, None)
-        if state == BLOCKED:  # stepped again without a settle: not a task awaiting it
-            raise RuntimeError("await wasn't used with future")
+        if state == BLOCKED:  # awaited a second time (or stepped without a settle)
+            raise RuntimeError("coroutine is being awaited already")
         if state == CANCELLED:
             raise self._cancelled_error()
         raise RuntimeError("cannot reuse already awaited coroutine")
@@ -109,9 +112,12 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         if state == DELEGATING:
             return self._delegate(None, error)
         self._state = DONE
-        if state in (BLOCKED, WOKEN, CANCELLED) and isinstance(error, asyncio.CancelledError):
-            # The waiting task was cancelled: this waiter goes (the last one withdraws it).
-            self._handler._withdraw_waiter(self._request, self)
+        if state in (BLOCKED, WOKEN, CANCELLED):
+            request = self._request
+            del self._request
+            if isinstance(error, asyncio.CancelledError):
+                # The waiting task was cancelled: this waiter goes (the last one withdraws it).
+                self._handler._withdraw_waiter(request, self)
         raise error
 
     def close(self) -> None:
@@ -126,7 +132,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
 
     def _start(self) -> Any:
         handler = self._handler
-        key = self._inner
+        key, self._inner = self._inner, None
         if isinstance(key, PendingInput):
             request = key
         else:
@@ -142,13 +148,13 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
                 self._state = DONE
                 raise ValueError(f"Unknown human input request: {key}")
             request = found
-        self._request = request
         if request.status is not RequestStatus.PENDING:
             self._state = DONE
             handler._retire(request)
             raise StopIteration(outcome(request))
         loop = asyncio.get_running_loop()
         handler._add_waiter(request, self._timeout, self, loop)
+        self._request = request
         self._loop = loop
         self._callback = None
         self._context = None
@@ -163,6 +169,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             return inner.send(value) if error is None else inner.throw(error)
         except BaseException:  # its return (StopIteration) or its error: this one is done too
             self._state = DONE
+            self._inner = None
             raise
 
     # -- the future its task waits on ---------------------------------------------------------

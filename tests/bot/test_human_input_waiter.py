@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,27 @@ async def test_a_woken_wait_runs_on_in_its_task_s_context(handler: HumanInputHan
     handler.resolve(pending.pending_id, "blue")
     assert await one == ("blue", "one")
     assert await two == ("blue", "two")
+
+
+async def test_a_finished_wait_holds_nothing_of_its_request(handler: HumanInputHandler) -> None:
+    """A task keeps its coroutine once done; a finished async def frame keeps no locals, and
+    neither does a finished wait(), answered, refused, replayed or cancelled."""
+    pending = await handler.create(TOOL, ARGS)
+    answered = asyncio.create_task(handler.wait(pending.pending_id))
+    replayed = asyncio.create_task(handler.wait(pending.pending_id))
+    await settle_loop()
+    handler.resolve(pending.pending_id, "blue")
+    refused = await handler.create(TOOL, ARGS)
+    handler.reject(refused.pending_id, "no")
+    cut = await handler.create(TOOL, ARGS)
+    cancelled = asyncio.create_task(handler.wait(cut.pending_id))
+    await settle_loop()
+    cancelled.cancel()
+    tasks = [answered, replayed, asyncio.create_task(handler.wait(refused.pending_id)), cancelled]
+    await asyncio.gather(*tasks, return_exceptions=True)
+    coroutines = {id(task.get_coro()) for task in tasks}
+    for request in (pending, refused, cut):
+        assert not [r for r in gc.get_referrers(request) if id(r) in coroutines]
 
 
 async def test_a_closed_wait_that_never_ran_leaves_the_request_alone(
