@@ -6,8 +6,8 @@ many iterations, in several separate runs (a fresh handler each time); the media
 every run are printed, then the median over the runs, because a small shared machine is noisy.
 
 Requests are created and waited for with the same timeout, as HumanInputToolHandler does (a
-wait() with a shorter timeout than the request's re-arms its timer, and the cancelled one stays
-in the loop's heap until asyncio purges it).
+wait() with a shorter timeout than the request's moves its deadline to another queue, and the
+entry it leaves stays until its queue drops it: bot/human_input/deadlines.py).
 
 (a) round trip, in µs per request:
     answered-first   create -> resolve -> wait (the answer is replayed from the request)
@@ -15,11 +15,13 @@ in the loop's heap until asyncio purges it).
 (b) 10,000 requests pending at once, each with a blocked waiter: create, block, resolve, wake;
     with the cyclic garbage collector on (as deployed) and off (the handler's own cost)
 (c) bytes per pending request (tracemalloc) at 10,000 and 100,000, with a blocked waiter each:
-    "handler's own state" is what create() keeps (the request, its id, timestamps, its timer,
-    the index) plus what wait() allocates inside the handler (the waiter's future and the
-    wake-up callback on it); "the waiter task" is the rest of what a blocked wait() costs: the
-    asyncio Task (with its name and context), the wait() coroutine frame and the task's entry
-    in asyncio's all-tasks registry. "total" is both.
+    "handler's own state" is what create() keeps (the request, its id, timestamps, its
+    deadline, the index) plus what wait() allocates inside the handler: the wait() coroutine,
+    which is also what its task waits on (bot/human_input/waiter.py; it was a coroutine frame
+    counted with the task, plus a future and the future's iterator counted here). "The waiter
+    task" is the rest of what a blocked wait() costs: the asyncio Task (with its name and
+    context), the wake-up callback it hands the wait(), and the task's entry in asyncio's
+    all-tasks registry. "total" is both: the same allocations as before, split otherwise.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ from bot.human_input import HumanInputHandler
 TOOL = "AskUserQuestion"
 ARGS = {"question": "Which colour?"}
 WARMUP = 500
+# The requests of (c) must outlive a run under tracemalloc, which creates 100,000 of them in
+# over a minute on a loaded machine: a deadline costs the same bytes whatever its length.
+MEMORY_TIMEOUT = 3600
 # The handler's modules (a tracemalloc filename pattern).
 HANDLER_FILE = str(Path(__file__).resolve().parent.parent / "bot" / "human_input" / "*.py")
 
@@ -131,11 +136,13 @@ async def memory(count: int) -> dict[str, float]:
     gc.collect()
     tracemalloc.start(32)
     base = tracemalloc.get_traced_memory()[0]
-    ids = [(await handler.create(TOOL, ARGS, timeout=60)).pending_id for _ in range(count)]
+    ids = [
+        (await handler.create(TOOL, ARGS, timeout=MEMORY_TIMEOUT)).pending_id for _ in range(count)
+    ]
     # The list of ids is the benchmark's, not the handler's: take it out of the figure.
     created = tracemalloc.get_traced_memory()[0] - sys.getsizeof(ids)
     before = tracemalloc.take_snapshot()
-    tasks = [asyncio.create_task(handler.wait(pid, timeout=60)) for pid in ids]
+    tasks = [asyncio.create_task(handler.wait(pid, timeout=MEMORY_TIMEOUT)) for pid in ids]
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     blocked = tracemalloc.get_traced_memory()[0] - sys.getsizeof(ids) - sys.getsizeof(tasks)
@@ -202,8 +209,8 @@ def main() -> None:
         print(
             f"  {count:>7,}: total {figures['total']:.0f} B = handler's own state"
             f" {figures['handler'] + figures['in_wait']:.0f} B (request {figures['handler']:.0f}"
-            f" + its waiter's future {figures['in_wait']:.0f}) + the waiter task"
-            f" {figures['task']:.0f} B (asyncio Task, its wait() frame, all_tasks entry)"
+            f" + its blocked wait() {figures['in_wait']:.0f}) + the waiter task"
+            f" {figures['task']:.0f} B (asyncio Task, its wake-up callback, all_tasks entry)"
         )
 
 

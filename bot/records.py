@@ -8,12 +8,15 @@ with SQLAlchemy; the in-memory handler needs none.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+if TYPE_CHECKING:
+    from bot.human_input.deadlines import DeadlineQueue
+    from bot.human_input.waiter import Wait
 
 
 class RequestStatus(StrEnum):
@@ -99,12 +102,13 @@ class PendingInput:
     escalation: EscalationState | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
-    # A future per blocked wait() (a list only for a second one): cancelling one waiter leaves
-    # the others waiting.
-    _waiters: asyncio.Future[None] | list[asyncio.Future[None]] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-    _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False, compare=False)
+    # The handler's own (bot/human_input/): the wait() calls blocked on it (one, or a list for
+    # a second: cancelling one leaves the others waiting); the deadline queue it is armed in
+    # and its deadline on the loop's clock (deadlines.py); the seconds a timeout's message
+    # names; bit flags.
+    _waiters: Wait | list[Wait] | None = field(default=None, init=False, repr=False, compare=False)
+    _timer: DeadlineQueue | None = field(default=None, init=False, repr=False, compare=False)
+    _deadline: float = field(default=0.0, init=False, repr=False, compare=False)
     _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)
     _flags: int = field(default=0, init=False, repr=False, compare=False)
 

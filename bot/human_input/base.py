@@ -12,12 +12,13 @@ import logging
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import Context, ContextVar
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.failures import RepeatedFailures
+from bot.human_input.deadlines import Deadlines
 from bot.human_input.snapshots import AnswerValidator, Notifier, Observer, RequestUpdate
 from bot.records import PendingInput, RequestStatus, RequestStore, Settlement
 from bot.runs import worker_name
@@ -96,9 +97,8 @@ class HandlerState(ABC):
         # Set while the worker shuts down: a wait cut then leaves its request pending, for the
         # worker that resumes the run (DESIGN.md §3), instead of withdrawing it.
         self.suspended = False
-        # Shared by every request's timer, rather than a bound method and a context copy each.
-        self._expire_callback = self._expire
-        self._timer_context = Context()
+        # Every request's deadline, in one queue per timeout (bot/human_input/deadlines.py).
+        self._deadlines = Deadlines(self._expire)
         # Holding (bot/human_input/holding.py): how many pending requests this worker holds,
         # the loop time until which the other workers surely see it alive, its heartbeat, and
         # the proposers here waiting to hear about a request.

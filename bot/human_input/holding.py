@@ -339,9 +339,7 @@ class Holding(HandlerState):
     def _release_memory(self, request: PendingInput) -> None:
         """Forget a request without settling it (a shutdown): its row stays pending, and unheld,
         for the worker that resumes the run."""
-        if request._timer is not None:
-            request._timer.cancel()
-            request._timer = None
+        self._deadlines.disarm(request)
         self._active.pop(request.id, None)
         if request._flags & HELD and self.store is not None:
             self._hold(request, held=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
 
 from bot.human_input.base import HandlerState
 from bot.human_input.snapshots import AnswerValidator
@@ -105,12 +106,19 @@ class Settling(HandlerState):
         (or its holder asked) before the outcome is applied. True if this settle claimed it."""
         if request.status is not RequestStatus.PENDING or request._flags & CLAIMED:
             return False
-        settlement = self._settlement(request.id, status, result, reason, by, proposal=proposal)
         if self.store is None:
-            self._apply(request, settlement)
-        else:
-            request._flags |= CLAIMED
-            self._spawn(self._record_settle(request, settlement))
+            # In memory the claim is the settle: written on the request directly (a Settlement
+            # built only to be copied field by field cost more than the rest of a resolve()).
+            request.status = status
+            request.result = result
+            request.reason = reason
+            request.settled_by = by
+            request.settled_at = datetime.now(UTC)
+            self._settled_now(request)
+            return True
+        settlement = self._settlement(request.id, status, result, reason, by, proposal=proposal)
+        request._flags |= CLAIMED
+        self._spawn(self._record_settle(request, settlement))
         return True
 
     def _apply(
@@ -121,16 +129,20 @@ class Settling(HandlerState):
         if request.status is not RequestStatus.PENDING:
             return
         copy_settled(request, source)
+        self._settled_now(request, tell)
+
+    def _settled_now(self, request: PendingInput, tell: bool = True) -> None:
+        """The outcome is on the request: wake its waiters, retain it, tell the observers."""
         if request._flags & HELD:
             self._holding -= 1
         request._flags = 0
-        if request._timer is not None:
-            request._timer.cancel()
-            request._timer = None
+        self._deadlines.disarm(request)
         waiters, request._waiters = request._waiters, None
-        for waiter in waiters if isinstance(waiters, list) else (waiters,):
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+        if isinstance(waiters, list):
+            for waiter in waiters:
+                waiter._wake()
+        elif waiters is not None:
+            waiters._wake()
         self._retain(request)
         if tell:
             self._notify_observers(request)

@@ -10,34 +10,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from datetime import UTC, datetime
+from typing import Any
 
 from bot.human_input.base import DEFAULT_TIMEOUT_SECONDS, HandlerState
-from bot.human_input.snapshots import outcome, timeout_message
+from bot.human_input.snapshots import timeout_message
+from bot.human_input.waiter import Wait
 from bot.records import FOREIGN, PendingInput, RequestStatus
 
 log = logging.getLogger("bot.human_input")
 
 
 class Waiting(HandlerState):
-    async def wait(self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> str:
-        """Block until answered; raise on rejection, timeout or withdrawal. Replays outcomes."""
-        request = self._active.get(pending_id) or self._settled.get(pending_id)
-        if request is None and self.store is not None:
-            request = await self._load(pending_id)
+    def wait(
+        self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> Coroutine[Any, Any, str]:
+        """Block until answered; raise on rejection, timeout or withdrawal. Replays outcomes.
+
+        A coroutine, as an `async def` gives, written out by hand (bot/human_input/waiter.py):
+        blocked, it is one small object rather than a frame, a future and its iterator."""
+        return Wait(self, pending_id, timeout)
+
+    async def _wait_stored(self, pending_id: str, timeout: float) -> str:
+        """wait() for a request not in memory here: read from the store, then waited for."""
+        request = await self._load(pending_id)
         if request is None:
             raise ValueError(f"Unknown human input request: {pending_id}")
-        if request.status is RequestStatus.PENDING:
-            # A blocked waiter is its task, this frame and one future, no helper coroutine
-            # (see bench/human_input_bench.py).
-            waiter = self._add_waiter(request, timeout)
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                self._withdraw_waiter(request, waiter)
-                raise
-        self._retire(request)
-        return outcome(request)
+        # The request itself, not its id: a settled one is not in memory with retention 0.
+        answer: str = await Wait(self, request, timeout)
+        return answer
 
     def _retire(self, request: PendingInput) -> None:
         """wait() is done with the request: it leaves the active set (its outcome stays in the
@@ -45,13 +47,12 @@ class Waiting(HandlerState):
         if not request.detached and self._active.get(request.id) is request:
             del self._active[request.id]
 
-    def _add_waiter(self, request: PendingInput, timeout: float) -> asyncio.Future[None]:
-        """A future for one more waiter; the request's deadline moves in to `timeout` if sooner."""
-        loop = asyncio.get_running_loop()
-        timer = request._timer
-        if timer is None or timer.when() > loop.time() + timeout:
+    def _add_waiter(
+        self, request: PendingInput, timeout: float, waiter: Wait, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """One more waiter; the request's deadline moves in to `timeout` if that is sooner."""
+        if request._timer is None or request._deadline > loop.time() + timeout:
             self._arm_timer(request, timeout)
-        waiter: asyncio.Future[None] = loop.create_future()
         waiters = request._waiters
         if waiters is None:
             request._waiters = waiter
@@ -59,9 +60,8 @@ class Waiting(HandlerState):
             waiters.append(waiter)
         else:
             request._waiters = [waiters, waiter]
-        return waiter
 
-    def _withdraw_waiter(self, request: PendingInput, waiter: asyncio.Future[None]) -> None:
+    def _withdraw_waiter(self, request: PendingInput, waiter: Wait) -> None:
         """A cancelled wait(): the last waiter to go withdraws the request and retires it."""
         waiters = request._waiters
         if waiters is waiter:
@@ -81,15 +81,10 @@ class Waiting(HandlerState):
         self._retire(request)
 
     def _arm_timer(self, request: PendingInput, seconds: float) -> None:
-        if request._timer is not None:
-            request._timer.cancel()
         request._timer_seconds = seconds
-        request._timer = asyncio.get_running_loop().call_later(
-            seconds, self._expire_callback, request, context=self._timer_context
-        )
+        self._deadlines.arm(request, seconds)
 
     def _expire(self, request: PendingInput) -> None:
-        request._timer = None
         reason = timeout_message(request._timer_seconds, request.tool_name)
         result = self._default_answer(request)
         self._settle(request, RequestStatus.TIMED_OUT, result=result, reason=reason)

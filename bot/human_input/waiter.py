@@ -1,0 +1,224 @@
+"""`Wait`: what `HumanInputHandler.wait()` returns, a coroutine written out by hand.
+
+A blocked `async def wait()` would be a coroutine frame (locals and stack, ≈ 250 B) suspended on
+an `asyncio.Future` (≈ 145 B) through the future's iterator (40 B). `Wait` is all three in one
+slotted object (≈ 110 B): it is the coroutine the caller awaits or makes a task of, and while
+it blocks it is the future-like object its task waits on (the protocol asyncio's Task speaks:
+`_asyncio_future_blocking`, `_loop`, `add_done_callback`, `cancel`, `result`). The request's
+settle wakes it (`_wake`); a cancelled task cancels it, and the cancellation thrown back in
+withdraws it from the request, as the `except CancelledError` of the async def did.
+
+It behaves as the async def did: nothing runs until it is first awaited or stepped, it returns
+the answer or raises (ValueError, TimeoutError, HumanInputRejectedError, RuntimeError), and it
+can be awaited once. A request only the store knows is loaded by an ordinary coroutine, which
+this one runs in its place (`_inner`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Generator
+from contextvars import Context
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from bot.human_input.snapshots import outcome
+from bot.records import PendingInput, RequestStatus
+
+if TYPE_CHECKING:
+    from bot.human_input.waiting import Waiting
+
+# Its states: not yet stepped; blocked on its request; woken by the settle; its task was
+# cancelled; running the store's coroutine in its place; finished.
+NEW, BLOCKED, WOKEN, CANCELLED, DELEGATING, DONE = range(6)
+
+
+class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
+    """One call of wait(): the coroutine, and the future its task waits on while it blocks."""
+
+    __slots__ = (
+        "_asyncio_future_blocking",
+        "_callback",
+        "_cancel_message",
+        "_context",
+        "_handler",
+        "_inner",
+        "_loop",
+        "_request",
+        "_state",
+        "_timeout",
+    )
+
+    def __init__(self, handler: Waiting, key: str | PendingInput, timeout: float) -> None:
+        """`key`: the request's id, or the request (once read from the store)."""
+        self._handler = handler
+        # The id (or the request) until it starts; the store's coroutine while it runs that.
+        self._inner: str | PendingInput | Coroutine[Any, Any, str] | None = key
+        self._timeout = timeout
+        self._state = NEW
+        # None until it blocks: asyncio.isfuture() must not take a wait() for a future, or
+        # ensure_future() and gather() would await it instead of running it.
+        self._asyncio_future_blocking: bool | None = None
+        self._request: PendingInput  # while it blocks: a finished one keeps nothing of it
+        self._loop: asyncio.AbstractEventLoop
+        self._callback: Callable[[Wait], object] | None
+        self._context: Context | None
+        self._cancel_message: Any
+
+    # -- the coroutine -----------------------------------------------------------------------
+
+    def __await__(self) -> Wait:
+        return self
+
+    def __next__(self) -> Any:
+        state = self._state
+        if state == WOKEN:
+            request = self._request
+            del self._request
+            self._state = DONE
+            self._handler._retire(request)
+            raise StopIteration(outcome(request))
+        if state == NEW:
+            return self._start()
+        if state == DELEGATING:
+            return self._delegate(None, None)
+        if state == BLOCKED:  # awaited a second time (or stepped without a settle)
+            raise RuntimeError("coroutine is being awaited already")
+        if state == CANCELLED:
+            raise self._cancelled_error()
+        raise RuntimeError("cannot reuse already awaited coroutine")
+
+    def send(self, value: Any) -> Any:
+        if value is not None and self._state == NEW:
+            raise TypeError("can't send non-None value to a just-started coroutine")
+        if self._state == DELEGATING:
+            return self._delegate(value, None)
+        return self.__next__()
+
+    def throw(
+        self,
+        typ: type[BaseException] | BaseException,
+        val: object = None,
+        tb: TracebackType | None = None,
+        /,
+    ) -> Any:
+        if isinstance(typ, BaseException):
+            error = typ
+        else:
+            error = val if isinstance(val, BaseException) else typ() if val is None else typ(val)
+        if tb is not None:
+            error = error.with_traceback(tb)
+        state = self._state
+        if state == DELEGATING:
+            return self._delegate(None, error)
+        self._state = DONE
+        if state in (BLOCKED, WOKEN, CANCELLED):
+            request = self._request
+            del self._request
+            if isinstance(error, asyncio.CancelledError):
+                # The waiting task was cancelled: this waiter goes (the last one withdraws it).
+                self._handler._withdraw_waiter(request, self)
+        raise error
+
+    def close(self) -> None:
+        if self._state == DELEGATING:
+            inner = self._inner
+            assert isinstance(inner, Coroutine)
+            inner.close()
+        self._state = DONE
+
+    def __repr__(self) -> str:
+        return f"<HumanInputHandler.wait() state={self._state}>"
+
+    def _start(self) -> Any:
+        handler = self._handler
+        key, self._inner = self._inner, None
+        if isinstance(key, PendingInput):
+            request = key
+        else:
+            assert isinstance(key, str)
+            found = handler._active.get(key) or handler._settled.get(key)
+            if found is None and handler.store is not None:
+                # Only the store may know it: reading it is awaited, so an ordinary coroutine
+                # does that, and this one passes every step to it.
+                self._inner = handler._wait_stored(key, self._timeout)
+                self._state = DELEGATING
+                return self._delegate(None, None)
+            if found is None:
+                self._state = DONE
+                raise ValueError(f"Unknown human input request: {key}")
+            request = found
+        if request.status is not RequestStatus.PENDING:
+            self._state = DONE
+            handler._retire(request)
+            raise StopIteration(outcome(request))
+        loop = asyncio.get_running_loop()
+        handler._add_waiter(request, self._timeout, self, loop)
+        self._request = request
+        self._loop = loop
+        self._callback = None
+        self._context = None
+        self._state = BLOCKED
+        self._asyncio_future_blocking = True
+        return self  # to the task: it waits on this until `_wake`
+
+    def _delegate(self, value: Any, error: BaseException | None) -> Any:
+        inner = self._inner
+        assert isinstance(inner, Coroutine)
+        try:
+            return inner.send(value) if error is None else inner.throw(error)
+        except BaseException:  # its return (StopIteration) or its error: this one is done too
+            self._state = DONE
+            self._inner = None
+            raise
+
+    # -- the future its task waits on ---------------------------------------------------------
+
+    def add_done_callback(
+        self, callback: Callable[[Wait], object], *, context: Context | None = None
+    ) -> None:
+        if self._state != BLOCKED:  # woken or cancelled already: as a done future, call it soon
+            self._loop.call_soon(callback, self, context=context)
+            return
+        if self._callback is not None:
+            raise RuntimeError("a wait() is awaited by one task")
+        self._callback = callback
+        self._context = context
+
+    def _wake(self) -> None:
+        """Its request settled: the task runs again, and returns (or raises) its outcome."""
+        if self._state == BLOCKED:
+            self._state = WOKEN
+            callback, context = self._callback, self._context
+            if callback is not None:
+                self._callback = self._context = None
+                self._loop.call_soon(callback, self, context=context)
+
+    def cancel(self, msg: Any = None) -> bool:
+        """The task waiting on it is cancelled: it wakes with CancelledError."""
+        if self._state != BLOCKED:
+            return False
+        self._state = CANCELLED
+        self._cancel_message = msg
+        self._call_back()
+        return True
+
+    def result(self) -> None:
+        if self._state == CANCELLED:
+            raise self._cancelled_error()
+
+    def done(self) -> bool:
+        return self._state in (WOKEN, CANCELLED, DONE)
+
+    def cancelled(self) -> bool:
+        return self._state == CANCELLED
+
+    def _call_back(self) -> None:
+        callback, context = self._callback, self._context
+        if callback is not None:
+            self._callback = self._context = None
+            self._loop.call_soon(callback, self, context=context)
+
+    def _cancelled_error(self) -> asyncio.CancelledError:
+        message = self._cancel_message
+        return asyncio.CancelledError() if message is None else asyncio.CancelledError(message)
