@@ -171,13 +171,16 @@ class Holding(HandlerState):
         *,
         by: str | None = None,
         by_detail: Mapping[str, str] | None = None,
+        known: PendingInput | None = None,
     ) -> bool:
         """Resolve and return once the outcome is recorded, True if it is this answer; works
         for requests held by other workers and not in memory here. The answer is checked by
         the tool's validator first: AnswerInvalidError (nothing is settled) if it refuses.
-        `by_detail` (a display name, the surface) goes to the audit row."""
+        `by_detail` (a display name, the surface) goes to the audit row. `known`: the request
+        as the caller just read it from the store (not read again); settled in place if this
+        answer settles it and it is not in memory here."""
         return await self._settle_awaited(
-            pending_id, RequestStatus.RESOLVED, result, None, by, by_detail
+            pending_id, RequestStatus.RESOLVED, result, None, by, by_detail, known
         )
 
     async def decline(
@@ -187,10 +190,12 @@ class Holding(HandlerState):
         *,
         by: str | None = None,
         by_detail: Mapping[str, str] | None = None,
+        known: PendingInput | None = None,
     ) -> bool:
-        """Reject and return once the outcome is recorded; works for requests not in memory."""
+        """Reject and return once the outcome is recorded; works for requests not in memory
+        (`known` as for `answer`)."""
         return await self._settle_awaited(
-            pending_id, RequestStatus.REJECTED, None, reason, by, by_detail
+            pending_id, RequestStatus.REJECTED, None, reason, by, by_detail, known
         )
 
     async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
@@ -215,10 +220,11 @@ class Holding(HandlerState):
         reason: str | None,
         by: str | None,
         by_detail: Mapping[str, str] | None = None,
+        known: PendingInput | None = None,
     ) -> bool:
         request = self._active.get(pending_id)
         if request is None and self.store is not None:
-            record = await self.store.get_request(pending_id)
+            record = known if known is not None else await self.store.get_request(pending_id)
             if record is None or record.status is not RequestStatus.PENDING:
                 return False
             request = self._active.get(pending_id)

@@ -365,16 +365,27 @@ class Router:
         if interaction.name:
             who["name"] = interaction.name
         try:
+            # `record` was just read (load): the handler need not read it again, and settles
+            # it in place if it wins without the request in its memory.
+            known = dataclasses.replace(record) if self.store is not None else None
             if answer is not None:
-                won = await handler.answer(record.id, answer, by=by, by_detail=who)
+                won = await handler.answer(record.id, answer, by=by, by_detail=who, known=known)
             else:
-                won = await handler.decline(record.id, reason or "", by=by, by_detail=who)
+                won = await handler.decline(
+                    record.id, reason or "", by=by, by_detail=who, known=known
+                )
         except StoreUnavailableError as err:  # nothing was recorded: the request stays open
             log.warning("could not record %s's answer to %s: %s", by, record.id, err)
             return Refused(Refusal.UNAVAILABLE, wording.UNAVAILABLE, record)
+        if won:  # as settled, from memory: no second read of the row
+            settled = (
+                known if known is not None and known.status is not RequestStatus.PENDING else None
+            )
+            latest = settled or await handler.request(record.id)
+            if latest is None or latest.status is RequestStatus.PENDING:
+                latest = _settled_copy(record, answer, reason, by)
+            return Settled(latest)
         latest = await settled_record(self.store, record.id) if self.store is not None else None
-        if won:
-            return Settled(latest or _settled_copy(record, answer, reason, by))
         latest = latest or record
         return Refused(Refusal.SETTLED, wording.already_settled(latest), latest)
 
