@@ -8,7 +8,7 @@ the request (`settled_proposal`), which is how its sender learns it won.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -178,22 +178,22 @@ STATUS_AND_PROPOSALS = (
 
 
 def waiting_proposals(conn: Connection, request_id: str) -> list[Settlement] | None:
-    rows = list(conn.execute(STATUS_AND_PROPOSALS, {"request_id": request_id}))
-    if not rows or rows[0].request_status != PENDING:
+    rows = conn.execute(STATUS_AND_PROPOSALS, {"request_id": request_id})
+    return proposals_of([dict(row._mapping) for row in rows])
+
+
+def proposals_of(rows: Sequence[Mapping[str, Any]]) -> list[Settlement] | None:
+    """`STATUS_AND_PROPOSALS`'s rows as the proposals waiting; None if not pending."""
+    if not rows or rows[0]["request_status"] != PENDING:
         return None
     return [
         Settlement(
-            row.request_id,
-            RequestStatus(row.status),
-            row.at,
-            row.result,
-            row.reason,
-            row.by,
-            proposal=row.id,
+            row["request_id"], RequestStatus(row["status"]), row["at"], row["result"],
+            row["reason"], row["by"], proposal=row["id"],
         )
         for row in rows
-        if row.id is not None
-    ]
+        if row["id"] is not None
+    ]  # fmt: skip
 
 
 def hold(conn: Connection, request_id: str, worker: str, now: datetime) -> bool:

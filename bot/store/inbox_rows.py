@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Executable, bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.records import InboxEntry
-from bot.store.tables import inbox
+from bot.store.tables import inbox, unnested
 
 MARK_APPLIED = (
     update(inbox)
@@ -47,16 +47,23 @@ def insert_new(dialect: str) -> Executable:
     return statement
 
 
-def receive(
-    conn: Connection,
-    statement: Executable,
-    surface: str,
-    interactions: list[tuple[str, dict[str, Any] | None]],
-    now: datetime,
-) -> list[bool]:
-    """Every interaction in one statement (whatever arrived together); for each, whether it
-    is new (a key seen before, or earlier in the same batch, is a replay)."""
-    rows = [
+INBOX_KEYS = ("key", "surface", "payload", "received_at", "applied_at")
+_arrived = unnested("arrived", INBOX_KEYS, {key: inbox.c[key].type for key in INBOX_KEYS})
+# PostgreSQL: a batch of any size in one (prepared) statement; the keys new to the inbox back.
+RECEIVE_MANY = (
+    postgresql.insert(inbox)
+    .from_select(list(INBOX_KEYS), select(*(_arrived.c[key] for key in INBOX_KEYS)))
+    .on_conflict_do_nothing(index_elements=[inbox.c.key])
+    .returning(inbox.c.key)
+)
+
+
+def arrivals(
+    surface: str, interactions: list[tuple[str, dict[str, Any] | None]], now: datetime
+) -> list[dict[str, Any]]:
+    """The rows of interactions arriving together; one handled before its ack (no payload)
+    is applied already."""
+    return [
         {
             "key": key,
             "surface": surface,
@@ -66,12 +73,30 @@ def receive(
         }
         for key, payload in interactions
     ]
-    new = {row.key for row in conn.execute(statement.values(rows))}  # type: ignore[attr-defined]
+
+
+def firsts(interactions: list[tuple[str, dict[str, Any] | None]], new: set[str]) -> list[bool]:
+    """For each interaction, whether it is new: its key came back as inserted, and no earlier
+    one of the same batch had it (a replay racing its original)."""
     first: list[bool] = []
     for key, _ in interactions:
         first.append(key in new)
         new.discard(key)
     return first
+
+
+def receive(
+    conn: Connection,
+    statement: Executable,
+    surface: str,
+    interactions: list[tuple[str, dict[str, Any] | None]],
+    now: datetime,
+) -> list[bool]:
+    """Every interaction in one statement (whatever arrived together); for each, whether it
+    is new (a key seen before, or earlier in the same batch, is a replay)."""
+    rows = arrivals(surface, interactions, now)
+    new = {row.key for row in conn.execute(statement.values(rows))}  # type: ignore[attr-defined]
+    return firsts(interactions, new)
 
 
 def mark_applied(conn: Connection, keys: list[str], now: datetime) -> list[str]:

@@ -37,7 +37,9 @@ INSERT_HEALTH = insert(health)
 def upserts(dialect: str) -> tuple[Executable, Executable]:
     """The transcript upsert and the claim insert: ON CONFLICT, spelled per dialect."""
     dialect_insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    transcript = dialect_insert(transcripts)
+    transcript = dialect_insert(transcripts).values(
+        {name: bindparam(name) for name in ("room_id", "channel_id", "messages", "updated_at")}
+    )
     save_transcript = transcript.on_conflict_do_update(
         index_elements=[transcripts.c.room_id, transcripts.c.channel_id],
         set_={

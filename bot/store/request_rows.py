@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
-    ARRAY,
     Connection,
     Row,
     String,
@@ -38,7 +37,7 @@ from bot.records import NO_REFS, EscalationState, PendingInput, RequestStatus, S
 from bot.redaction import redact, redact_text
 from bot.store.prepared import execute
 from bot.store.schema import JsonType, UTCDateTime
-from bot.store.tables import PENDING, audit, holders, proposals, requests
+from bot.store.tables import PENDING, audit, holders, proposals, requests, unnested
 
 SETTLED_CHANNEL = "hitl_settled"  # PostgreSQL NOTIFY channel: payload = the request id
 
@@ -121,14 +120,7 @@ SETTLE_ARRAYS = ("request_id", "new_status", "new_result", "new_reason", "new_by
                  "proposal", "worker", "action", "detail")  # fmt: skip
 
 
-def _arrays(name: str, keys: tuple[str, ...], types: Mapping[str, Any]) -> Any:
-    """A CTE of one row per call: `unnest` of each key's array (the parameter `<key>s`)."""
-    arrays = [bindparam(f"{key}s", type_=ARRAY(types[key])) for key in keys]
-    rows = func.unnest(*arrays).table_valued(*keys).render_derived(name=f"{name}_rows")
-    return select(rows).cte(name)
-
-
-_asked_rows = _arrays(
+_asked_rows = unnested(
     "asked_rows", CREATE_ARRAYS, {**{c.key: c.type for c in requests.c}, "detail": JsonType}
 )
 _made = (
@@ -146,7 +138,7 @@ _made_logged = insert(audit).from_select(
 ).cte("made_logged")  # fmt: skip
 CREATE_MANY = select(_made.c.id).add_cte(_made_logged)
 
-_settles = _arrays("settles", SETTLE_ARRAYS, {
+_settles = unnested("settles", SETTLE_ARRAYS, {
     "request_id": String(), "new_status": String(), "new_result": String(),
     "new_reason": String(), "new_by": String(), "new_at": UTCDateTime(), "proposal": String(),
     "worker": String(), "action": String(), "detail": JsonType,

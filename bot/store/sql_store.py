@@ -237,7 +237,10 @@ class SqlStore:
         return holds.decided(rows[0] if rows else None, settlement.proposal)
 
     async def proposals(self, request_id: str) -> list[Settlement] | None:
-        return await self._read(holds.waiting_proposals, request_id)
+        if self._pg is None:
+            return await self._read(holds.waiting_proposals, request_id)
+        rows = await self._one(holds.STATUS_AND_PROPOSALS, {"request_id": request_id})
+        return holds.proposals_of(rows)
 
     async def hold(self, request_id: str, worker: str) -> bool:
         return await self._write_alone(holds.hold, request_id, worker, datetime.now(UTC))
@@ -281,13 +284,19 @@ class SqlStore:
             "messages": messages,
             "updated_at": datetime.now(UTC),
         }
-        await self._write_alone(execute, self._save_transcript, values)
+        if self._pg is not None:  # on the lane: it is on the way from an answer to the model
+            await self._one(self._save_transcript, values)
+        else:
+            await self._write_alone(execute, self._save_transcript, values)
 
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]:
         """The saved transcript of one room, or [] if none was saved."""
         key = {"room_id": room_id, "channel_id": channel_id}
-        row = await self._read(first, journal.LOAD_TRANSCRIPT, key)
-        return [] if row is None else cast(list[dict[str, Any]], row.messages)
+        if self._pg is not None:
+            rows = await self._one(journal.LOAD_TRANSCRIPT, key)
+        else:
+            rows = await self._read(fetch, journal.LOAD_TRANSCRIPT, key)
+        return cast(list[dict[str, Any]], rows[0]["messages"]) if rows else []
 
     async def probe_write(self, by: str | None = None) -> None:
         """Rewrite the one `health` row in a writing transaction: returns if the database takes
@@ -311,7 +320,12 @@ class SqlStore:
             return []
         now = datetime.now(UTC)
         rows = list(interactions)
-        return await self._write_alone(inbox_rows.receive, self._receive, surface, rows, now)
+        if self._pg is None:
+            return await self._write_alone(inbox_rows.receive, self._receive, surface, rows, now)
+        arrived = inbox_rows.arrivals(surface, rows, now)
+        arrays = {f"{key}s": [row[key] for row in arrived] for key in inbox_rows.INBOX_KEYS}
+        new = await self._one(inbox_rows.RECEIVE_MANY, arrays)
+        return inbox_rows.firsts(rows, {row["key"] for row in new})
 
     async def mark_applied(self, keys: Sequence[str]) -> list[str]:
         """Mark `keys` applied; returns those this call marked (the claim of a left-over row)."""

@@ -5,9 +5,10 @@ A body is a synchronous function of a `Connection` run inside one transaction by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Connection, Executable, Row, Table
+from sqlalchemy import ARRAY, CTE, Connection, Executable, Row, Table, bindparam, func, select
 
 from bot.records import RequestStatus
 from bot.store.schema import (
@@ -63,3 +64,11 @@ def execute(conn: Connection, statement: Executable, values: dict[str, Any]) -> 
 
 def count(conn: Connection, statement: Executable, values: dict[str, Any]) -> int:
     return int(conn.execute(statement, values).rowcount)
+
+
+def unnested(name: str, keys: tuple[str, ...], types: Mapping[str, Any]) -> CTE:
+    """PostgreSQL: a CTE of one row per call of a grouped statement, `unnest` of one array
+    per key (the parameter `<key>s`, of `types[key]`)."""
+    arrays = [bindparam(f"{key}s", type_=ARRAY(types[key])) for key in keys]
+    rows = func.unnest(*arrays).table_valued(*keys).render_derived(name=f"{name}_rows")
+    return select(rows).cte(name)
