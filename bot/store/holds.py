@@ -34,6 +34,7 @@ from bot.store.request_rows import (
     HELD_BY_LIVE_WORKER,
     MAY_SETTLE,
     SETTLE,
+    SETTLED,
     SETTLED_CHANNEL,
     audit_of,
     settle,
@@ -90,6 +91,9 @@ def heartbeat_upsert(dialect: str) -> Executable:
         index_elements=[holders.c.worker_id], set_={"alive_until": beat.excluded.alive_until}
     )
     return statement
+
+
+PROPOSED = (*SETTLED, INSERT_PROPOSAL)  # what `propose` may run (bot/store/prepared.Bound)
 
 
 def propose(conn: Connection, values: Mapping[str, Any]) -> bool | None:

@@ -114,14 +114,29 @@ def prepared(statement: Executable, dialect: Dialect) -> Prepared:
     return Prepared.of(statement, dialect)
 
 
+class Bound(dict[str, Any]):
+    """A call's values with their driver parameters for some statements worked out already,
+    in the caller's thread: SQLite's lane thread (which every call waits for) then only runs
+    them. (The conversions, JSON and datetime text, were a quarter of its time.)"""
+
+    def __init__(
+        self, values: Mapping[str, Any], dialect: Dialect, statements: Sequence[Executable]
+    ) -> None:
+        super().__init__(values)
+        self.args = {
+            statement: prepared(statement, dialect).args(values) for statement in statements
+        }
+
+
 def execute(conn: Connection, statement: Executable, values: Mapping[str, Any]) -> sqlite3.Cursor:
     """Run `statement` on the SQLite connection under `conn` (inside its transaction), past
     SQLAlchemy's execution layer; a driver error comes out as SQLAlchemy's."""
     raw = conn.connection.driver_connection
     assert isinstance(raw, sqlite3.Connection)
     ready = prepared(statement, conn.dialect)
+    bound = values.args.get(statement) if isinstance(values, Bound) else None
     try:
-        return raw.execute(ready.sql, ready.args(values))
+        return raw.execute(ready.sql, ready.args(values) if bound is None else bound)
     except sqlite3.Error as err:
         raise driver_error(err, ready.sql) from err
 

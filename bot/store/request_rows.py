@@ -278,7 +278,7 @@ def created_values(
     """The row and its audit row's values: the arguments shown (`secret` keys redacted) and
     where it was asked."""
     values = row_values(record, holder)
-    values.update(at=record.created_at, actor_id=record.actor_id, detail={
+    values.update(at=record.created_at, action="request.created", request_id=record.id, detail={
         "tool_name": record.tool_name,
         "arguments": redact(record.arguments, secret),
         "room_id": record.room_id,
@@ -322,10 +322,14 @@ def settle_values(settlement: Settlement, now: datetime, secret: frozenset[str])
     }
 
 
+CREATED = (INSERT_REQUEST, INSERT_AUDIT)  # what `create` runs (bot/store/prepared.Bound)
+SETTLED = (SETTLE, DELETE_PROPOSAL, INSERT_AUDIT)  # what `settle` may run
+
+
 def create(conn: Connection, values: Mapping[str, Any]) -> None:
     """SQLite: the request and its audit row (`created_values`)."""
     execute(conn, INSERT_REQUEST, values)
-    execute(conn, INSERT_AUDIT, {**values, "action": "request.created", "request_id": values["id"]})
+    execute(conn, INSERT_AUDIT, values)
 
 
 def settle(conn: Connection, values: Mapping[str, Any]) -> bool:

@@ -50,7 +50,7 @@ from bot.store.migrate import head_revision
 from bot.store.outages import closed_before_sending, first_line, unavailable
 from bot.store.pg_groups import Group
 from bot.store.pg_lane import PostgresLane
-from bot.store.prepared import fetch
+from bot.store.prepared import Bound, fetch
 from bot.store.request_rows import SETTLED_CHANNEL, record_of
 from bot.store.sqlite_lane import SqliteLane
 from bot.store.tables import count, every, execute, first
@@ -161,7 +161,7 @@ class SqlStore:
         if self._pg is not None:
             await self._grouped(self._creates, values)
         else:
-            await self._write(request_rows.create, values)
+            await self._write(request_rows.create, self._bound(values, request_rows.CREATED))
 
     async def settle(self, settlement: Settlement) -> bool:
         """Compare-and-set pending -> `settlement.status`; True only for the one settle that won.
@@ -171,7 +171,7 @@ class SqlStore:
         values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
         if self._pg is not None:
             return bool(await self._grouped(self._settles, values))
-        return await self._write(request_rows.settle, values)
+        return await self._write(request_rows.settle, self._bound(values, request_rows.SETTLED))
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         key = {"request_id": request_id}
@@ -223,7 +223,7 @@ class SqlStore:
             raise ValueError("a proposal needs an id")
         values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
         if self._pg is None:
-            return await self._write(holds.propose, values)
+            return await self._write(holds.propose, self._bound(values, holds.PROPOSED))
         rows = await self._one(holds.PROPOSE_ONE, values)
         if not rows:  # neither settled nor handed over: it was settled already
             return False
@@ -501,6 +501,12 @@ class SqlStore:
         """PostgreSQL: `_one`, sharing its statement with calls of its kind that queue up."""
         assert self._pg is not None
         return await self._uncancellable(self._pg.grouped(group, values))
+
+    def _bound(self, values: dict[str, Any], statements: Sequence[Executable]) -> Bound:
+        """SQLite: `values` with the driver's parameters of `statements` worked out here, in
+        the caller's thread, rather than in the lane's (bot/store/prepared.Bound)."""
+        assert self._lane is not None
+        return Bound(values, self._lane.dialect, statements)
 
     async def _in_lane(self, writer: bool, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         assert self._lane is not None

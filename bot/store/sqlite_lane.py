@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Dialect
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
@@ -57,6 +57,11 @@ class SqliteLane:
         self._watchers: tuple[Callable[[str], None], ...] = ()
         self._thread = threading.Thread(target=self._serve, name="hitl-sqlite", daemon=True)
         self._thread.start()
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect of the lane's connection (the one its statements are compiled for)."""
+        return self._engine.dialect
 
     def run(self, writer: bool, body: Body, *args: Any) -> asyncio.Future[Any]:
         """Queue a call; the future is its answer, once its transaction committed."""
