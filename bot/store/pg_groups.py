@@ -7,8 +7,8 @@ as one statement whose values are arrays, column by column (`unnest`): one round
 commit for all of them. A lone call never waits for company: with a connection free it goes
 alone, as the single statement. Each caller hears after the commit that made its write
 durable. If the shared statement fails (one call's row breaks a constraint, say), each call is
-run alone so that only the failing one sees its error;
-if it fails for an outage (its outcome unknown), every call gets that error.
+run alone so that only the failing one sees its error; if it fails for an outage (its outcome
+unknown), every call gets that error.
 """
 
 from __future__ import annotations

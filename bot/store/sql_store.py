@@ -5,30 +5,20 @@ row is written in the same transaction only when it won, so exactly one settle o
 ever leaves a trace, whichever process or task raced for it. The SQL lives beside its tables
 (request_rows.py, holds.py, run_rows.py, journal.py, ...); this module runs it.
 
-How it runs (bench/store_throughput.py has the figures):
-- SQLite: every call is a body run in the store's lane, one thread owning one connection
-  (bot/store/sqlite_lane.py); calls that queue up while it is busy share a transaction (group
-  commit). The hottest bodies (create, settle, propose, get) run their statements on the raw
-  sqlite3 connection (bot/store/prepared.py), the rest through SQLAlchemy.
-- PostgreSQL: the hottest calls are one statement each (their steps data-modifying CTEs) on
-  connections the store holds (bot/store/pg_lane.py): one round trip, in autocommit. Other
-  writes are SQLAlchemy transactions; reads run in autocommit (no BEGIN and ROLLBACK around a
-  lone SELECT). Nothing is pinged before use: a connection the server closed while idle is
-  found by the error it raises before sending, replaced, and the call run once more.
+How it runs (bench/store_throughput.py has the figures): bot/store/lanes.py. The hottest calls
+(create, settle, propose, get) run statements compiled once on the raw driver connection
+(bot/store/prepared.py): on PostgreSQL one statement each, their steps data-modifying CTEs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Executable, event
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import (
@@ -41,24 +31,15 @@ from bot.records import (
     RequestStatus,
     RunRecord,
     Settlement,
-    StoreClosedError,
-    StoreUnavailableError,
 )
 from bot.store import gate_rows, holds, inbox_rows, journal, request_rows, run_rows
-from bot.store.engine import WRITE_OPTION, create_engine, create_sqlite_thread_engine
+from bot.store.engine import create_engine
+from bot.store.lanes import Lanes
 from bot.store.migrate import head_revision
-from bot.store.outages import closed_before_sending, first_line, unavailable
 from bot.store.pg_groups import Group
-from bot.store.pg_lane import PostgresLane
-from bot.store.prepared import Bound, fetch
+from bot.store.prepared import fetch
 from bot.store.request_rows import SETTLED_CHANNEL, record_of
-from bot.store.sqlite_lane import SqliteLane
 from bot.store.tables import count, every, execute, first
-
-# PostgreSQL: connections the store holds for its one-statement calls. Two, so that under load
-# creates and settles queue for them and share statements (bot/store/pg_groups.py): with four
-# tasks, two were about 1.3 times the bare driver's rate, four about 1.1 (no queue forms).
-LANE_CONNECTIONS = 2
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -71,21 +52,15 @@ class SqlStore:
 
     def __init__(self, engine: AsyncEngine, connect_args: Mapping[str, Any] | None = None) -> None:
         self._engine = engine
-        self._writer = engine.execution_options(**{WRITE_OPTION: True})
-        dialect = engine.dialect.name
-        self._lane: SqliteLane | None = None
-        self._pg: PostgresLane | None = None
-        if dialect == "sqlite":
-            self._lane = SqliteLane(create_sqlite_thread_engine(engine.url, connect_args))
-        else:
-            self._pg = PostgresLane(engine, LANE_CONNECTIONS)
+        self._lanes = Lanes(engine, connect_args)
+        self._pg = self._lanes.postgres
+        if self._pg:
             rows = request_rows
             self._creates = Group(rows.CREATE_ONE, rows.CREATE_MANY, "id", rows.CREATE_ARRAYS)
             self._settles = Group(
                 rows.SETTLE_ONE, rows.SETTLE_MANY, "request_id", rows.SETTLE_ARRAYS, ("now",)
             )
-            # A lone SELECT needs no transaction around it (each statement has its snapshot).
-            self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        dialect = engine.dialect.name
         self._save_transcript, self._claim = journal.upserts(dialect)
         self._new_run = run_rows.new_run(dialect)
         self._heartbeat = holds.heartbeat_upsert(dialect)
@@ -95,8 +70,6 @@ class SqlStore:
         self.audit_redact: frozenset[str] = frozenset()
         self._claims = 0
         self._beats = 0
-        self._closed = False
-        self._in_flight: set[asyncio.Task[Any]] = set()
 
     @classmethod
     def from_url(
@@ -114,43 +87,9 @@ class SqlStore:
         return self._engine
 
     def watch(self, seen: Callable[[str], None]) -> Callable[[], None]:
-        """Call `seen` with the SQL of every statement this store sends from now on, BEGIN and
-        COMMIT included (SQLite: savepoints too; PostgreSQL: a statement run in autocommit is
-        its own transaction, followed by "COMMIT"), in whichever thread sends it; returns what
-        stops it."""
-        if self._lane is not None:
-            return self._lane.watch(seen)
-        assert self._pg is not None
-        engine = self._engine.sync_engine
-
-        def statement(_conn: object, _cursor: object, sql: str, *_: object) -> None:
-            seen(sql)
-
-        def begin(_conn: object) -> None:
-            seen("BEGIN")
-
-        def commit(_conn: object) -> None:
-            seen("COMMIT")
-
-        def autocommitted(sql: str) -> None:
-            seen(sql)
-            seen("COMMIT")
-
-        listeners: dict[str, Callable[..., None]] = {
-            "before_cursor_execute": statement,
-            "begin": begin,
-            "commit": commit,
-        }
-        for name, listener in listeners.items():
-            event.listen(engine, name, listener)
-        unwatch_lane = self._pg.watch(autocommitted)
-
-        def unwatch() -> None:
-            for name, listener in listeners.items():
-                event.remove(engine, name, listener)
-            unwatch_lane()
-
-        return unwatch
+        """Call `seen` with the SQL of every statement this store sends from now on (Lanes.watch);
+        returns what stops it."""
+        return self._lanes.watch(seen)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -158,10 +97,12 @@ class SqlStore:
         """Insert the request with its `created` transition and audit rows; `holder` is the
         worker deciding its settles (bot/human_input/holding.py), if any."""
         values = request_rows.created_values(record, holder, self.audit_redact)
-        if self._pg is not None:
-            await self._grouped(self._creates, values)
+        if self._pg:
+            await self._lanes.grouped(self._creates, values)
         else:
-            await self._write(request_rows.create, self._bound(values, request_rows.CREATED))
+            await self._lanes.write(
+                request_rows.create, self._lanes.bound(values, request_rows.CREATED)
+            )
 
     async def settle(self, settlement: Settlement) -> bool:
         """Compare-and-set pending -> `settlement.status`; True only for the one settle that won.
@@ -169,50 +110,56 @@ class SqlStore:
         if settlement.status is RequestStatus.PENDING:
             raise ValueError("a settle must leave 'pending'")
         values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
-        if self._pg is not None:
-            return bool(await self._grouped(self._settles, values))
-        return await self._write(request_rows.settle, self._bound(values, request_rows.SETTLED))
+        if self._pg:
+            return bool(await self._lanes.grouped(self._settles, values))
+        return await self._lanes.write(
+            request_rows.settle, self._lanes.bound(values, request_rows.SETTLED)
+        )
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         key = {"request_id": request_id}
-        if self._pg is not None:
-            rows = await self._one(request_rows.GET_REQUEST, key)
+        if self._pg:
+            rows = await self._lanes.one(request_rows.GET_REQUEST, key)
         else:
-            rows = await self._read(fetch, request_rows.GET_REQUEST, key)
+            rows = await self._lanes.read(fetch, request_rows.GET_REQUEST, key)
         return record_of(rows[0]) if rows else None
 
     async def list_pending(self) -> list[RequestRecord]:
         """Pending requests, oldest first."""
-        return [record_of(row) for row in await self._read(every, request_rows.LIST_PENDING, {})]
+        return [
+            record_of(row) for row in await self._lanes.read(every, request_rows.LIST_PENDING, {})
+        ]
 
     async def decided_since(self, since: datetime, limit: int = 500) -> list[RequestRecord]:
-        rows = await self._read(every, request_rows.DECIDED, {"since": since, "limit": limit})
+        rows = await self._lanes.read(every, request_rows.DECIDED, {"since": since, "limit": limit})
         return [record_of(row) for row in rows]
 
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
         """Pending requests whose `expires_at` is at or before `now`, earliest first."""
-        rows = await self._read(every, request_rows.DUE, {"now": now, "limit": limit})
+        rows = await self._lanes.read(every, request_rows.DUE, {"now": now, "limit": limit})
         return [record_of(row) for row in rows]
 
     async def next_deadline(self) -> datetime | None:
         """The earliest `expires_at` among pending requests: the first entry of an index range."""
-        row = await self._read(first, request_rows.NEXT_DEADLINE, {})
+        row = await self._lanes.read(first, request_rows.NEXT_DEADLINE, {})
         return None if row is None else cast(datetime, row.expires_at)
 
     async def set_message_ref(self, request_id: str, surface: str, ref: dict[str, Any]) -> None:
         """Record where `surface` posted the request; raises KeyError for an unknown request."""
         values = request_rows.message_ref_values(request_id, surface, ref)
-        if self._pg is None:
-            await self._write(request_rows.set_message_ref, values)
-        elif not await self._one(request_rows.SET_MESSAGE_REF_ONE, values):
+        if not self._pg:
+            await self._lanes.write(request_rows.set_message_ref, values)
+        elif not await self._lanes.one(request_rows.SET_MESSAGE_REF_ONE, values):
             raise KeyError(request_id)
 
     async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
-        row = await self._read(first, request_rows.FOR_TOOL_CALL, {"tool_call_id": tool_call_id})
+        row = await self._lanes.read(
+            first, request_rows.FOR_TOOL_CALL, {"tool_call_id": tool_call_id}
+        )
         return None if row is None else record_of(row)
 
     async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
-        rows = await self._read(every, request_rows.PENDING_IN_ROOM, {"room_id": room_id})
+        rows = await self._lanes.read(every, request_rows.PENDING_IN_ROOM, {"room_id": room_id})
         return [record_of(row) for row in rows]
 
     # -- holds and proposals (bot/human_input/holding.py) ------------------------------------
@@ -222,48 +169,51 @@ class SqlStore:
         if settlement.proposal is None:
             raise ValueError("a proposal needs an id")
         values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
-        if self._pg is None:
-            return await self._write(holds.propose, self._bound(values, holds.PROPOSED))
-        rows = await self._one(holds.PROPOSE_ONE, values)
+        if not self._pg:
+            return await self._lanes.write(holds.propose, self._lanes.bound(values, holds.PROPOSED))
+        rows = await self._lanes.one(holds.PROPOSE_ONE, values)
         if not rows:  # neither settled nor handed over: it was settled already
             return False
         return True if rows[0]["won"] else None
 
     async def decision(self, settlement: Settlement) -> Decision:
-        if self._pg is None:
-            return await self._write(holds.decision, settlement, datetime.now(UTC))
+        if not self._pg:
+            return await self._lanes.write(holds.decision, settlement, datetime.now(UTC))
         values = {"request_id": settlement.request_id, "proposal": settlement.proposal}
-        rows = await self._one(holds.DECISION_ONE, {**values, "now": datetime.now(UTC)})
+        rows = await self._lanes.one(holds.DECISION_ONE, {**values, "now": datetime.now(UTC)})
         return holds.decided(rows[0] if rows else None, settlement.proposal)
 
     async def proposals(self, request_id: str) -> list[Settlement] | None:
-        if self._pg is None:
-            return await self._read(holds.waiting_proposals, request_id)
-        rows = await self._one(holds.STATUS_AND_PROPOSALS, {"request_id": request_id})
+        if not self._pg:
+            return await self._lanes.read(holds.waiting_proposals, request_id)
+        rows = await self._lanes.one(holds.STATUS_AND_PROPOSALS, {"request_id": request_id})
         return holds.proposals_of(rows)
 
     async def hold(self, request_id: str, worker: str) -> bool:
-        return await self._write_alone(holds.hold, request_id, worker, datetime.now(UTC))
+        return await self._lanes.write_alone(holds.hold, request_id, worker, datetime.now(UTC))
 
     async def unhold(self, request_id: str, worker: str) -> None:
-        await self._write_alone(execute, holds.UNHOLD, {"request_id": request_id, "worker": worker})
+        await self._lanes.write_alone(
+            execute, holds.UNHOLD, {"request_id": request_id, "worker": worker}
+        )
 
     async def beat(self, worker: str, alive_until: datetime) -> list[str]:
         """Refresh `worker`'s heartbeat; its held pending requests with proposals waiting."""
-        if self._closed:
-            raise StoreClosedError("the store is closed")
+        self._lanes.check_open()
         self._beats += 1
         prune = None
         if self._beats % holds.PRUNE_EVERY == 0:
             prune = datetime.now(UTC) - holds.HOLDER_RETENTION
-        return await self._write_alone(holds.beat, self._heartbeat, worker, alive_until, prune)
+        return await self._lanes.write_alone(
+            holds.beat, self._heartbeat, worker, alive_until, prune
+        )
 
     # -- audit, transcripts, claims -----------------------------------------------------------
 
     async def append_audit(self, entry: AuditEntry) -> None:
         """Append one audit line; the database assigns its id (`entry.id` is ignored)."""
         values = journal.audit_values(entry, self.audit_redact)
-        await self._write_alone(execute, journal.INSERT_AUDIT, values)
+        await self._lanes.write_alone(execute, journal.INSERT_AUDIT, values)
 
     async def list_audit(
         self, *, request_id: str | None = None, actor_id: str | None = None,
@@ -271,7 +221,7 @@ class SqlStore:
     ) -> list[AuditEntry]:  # fmt: skip
         """The latest `limit` audit lines that match (journal.AuditFilter), newest first."""
         where = journal.AuditFilter(request_id, actor_id, tool, since)
-        rows = await self._read(every, journal.list_audit_query(where, limit), {})
+        rows = await self._lanes.read(every, journal.list_audit_query(where, limit), {})
         return [journal.audit_entry(row) for row in rows]
 
     async def save_transcript(
@@ -284,31 +234,33 @@ class SqlStore:
             "messages": messages,
             "updated_at": datetime.now(UTC),
         }
-        if self._pg is not None:  # on the lane: it is on the way from an answer to the model
-            await self._one(self._save_transcript, values)
+        if self._pg:  # on the lane: it is on the way from an answer to the model
+            await self._lanes.one(self._save_transcript, values)
         else:
-            await self._write_alone(execute, self._save_transcript, values)
+            await self._lanes.write_alone(execute, self._save_transcript, values)
 
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]:
         """The saved transcript of one room, or [] if none was saved."""
         key = {"room_id": room_id, "channel_id": channel_id}
-        if self._pg is not None:
-            rows = await self._one(journal.LOAD_TRANSCRIPT, key)
+        if self._pg:
+            rows = await self._lanes.one(journal.LOAD_TRANSCRIPT, key)
         else:
-            rows = await self._read(fetch, journal.LOAD_TRANSCRIPT, key)
+            rows = await self._lanes.read(fetch, journal.LOAD_TRANSCRIPT, key)
         return cast(list[dict[str, Any]], rows[0]["messages"]) if rows else []
 
     async def probe_write(self, by: str | None = None) -> None:
         """Rewrite the one `health` row in a writing transaction: returns if the database takes
         writes right now, raises (StoreUnavailableError, typically) if not. Cheap enough for a
         readiness check every second."""
-        await self._write_alone(journal.touch_health, datetime.now(UTC), by)
+        await self._lanes.write_alone(journal.touch_health, datetime.now(UTC), by)
 
     async def claim_once(self, key: str) -> bool:
         """True for the first caller of `key` across every worker sharing this database."""
         self._claims += 1
         prune = self._claims % journal.CLAIM_PRUNE_EVERY == 0
-        return await self._write_alone(journal.claim, self._claim, key, datetime.now(UTC), prune)
+        return await self._lanes.write_alone(
+            journal.claim, self._claim, key, datetime.now(UTC), prune
+        )
 
     # -- the inbox (bot/inbox.py) -------------------------------------------------------------
 
@@ -320,66 +272,70 @@ class SqlStore:
             return []
         now = datetime.now(UTC)
         rows = list(interactions)
-        if self._pg is None:
-            return await self._write_alone(inbox_rows.receive, self._receive, surface, rows, now)
+        if not self._pg:
+            return await self._lanes.write_alone(
+                inbox_rows.receive, self._receive, surface, rows, now
+            )
         arrived = inbox_rows.arrivals(surface, rows, now)
         arrays = {f"{key}s": [row[key] for row in arrived] for key in inbox_rows.INBOX_KEYS}
-        new = await self._one(inbox_rows.RECEIVE_MANY, arrays)
+        new = await self._lanes.one(inbox_rows.RECEIVE_MANY, arrays)
         return inbox_rows.firsts(rows, {row["key"] for row in new})
 
     async def mark_applied(self, keys: Sequence[str]) -> list[str]:
         """Mark `keys` applied; returns those this call marked (the claim of a left-over row)."""
         if not keys:
             return []
-        return await self._write_alone(inbox_rows.mark_applied, list(keys), datetime.now(UTC))
+        return await self._lanes.write_alone(inbox_rows.mark_applied, list(keys), datetime.now(UTC))
 
     async def unapplied(
         self, surface: str, received_before: datetime, limit: int = 100
     ) -> list[InboxEntry]:
-        return await self._read(inbox_rows.unapplied, surface, received_before, limit)
+        return await self._lanes.read(inbox_rows.unapplied, surface, received_before, limit)
 
     async def prune_inbox(self, applied_before: datetime) -> int:
-        return await self._write_alone(count, inbox_rows.PRUNE, {"before": applied_before})
+        return await self._lanes.write_alone(count, inbox_rows.PRUNE, {"before": applied_before})
 
     # -- approval gates and grants (bot/tools/gates.py, grants.py) ----------------------------
 
     async def claim_gate_run(self, run: GateRun) -> GateRun | None:
         """Claim `run` (the first insert of its key wins): None if this call claimed it, else
         the run as claimed before (and maybe finished)."""
-        return await self._write(gate_rows.claim_run, self._claim_run, run)
+        return await self._lanes.write(gate_rows.claim_run, self._claim_run, run)
 
     async def gate_run(self, key: str) -> GateRun | None:
-        return await self._read(gate_rows.get_run, key)
+        return await self._lanes.read(gate_rows.get_run, key)
 
     async def renew_gate_run(self, key: str, worker: str, lease_until: datetime) -> None:
         values = {"b_key": key, "b_worker": worker, "b_until": lease_until}
-        await self._write_alone(execute, gate_rows.RENEW_RUN, values)
+        await self._lanes.write_alone(execute, gate_rows.RENEW_RUN, values)
 
     async def finish_gate_run(self, run: GateRun, *, actor_id: str | None = None) -> bool:
         """Record a finished run, the outcome line on its request and its audit line, at once;
         False if it was not `run.worker`'s unfinished claim (nothing is written)."""
-        return await self._write(gate_rows.finish_run, run, actor_id)
+        return await self._lanes.write(gate_rows.finish_run, run, actor_id)
 
     async def add_grant(self, grant: Grant) -> Grant:
         """Insert `grant` with its audit line (the one its approval made, if there is one)."""
-        return await self._write(gate_rows.add_grant, self._add_grant, grant, self.audit_redact)
+        return await self._lanes.write(
+            gate_rows.add_grant, self._add_grant, grant, self.audit_redact
+        )
 
     async def live_grants(
         self, room_id: str, actor_id: str | None, tool_name: str, now: datetime
     ) -> list[Grant]:
-        return await self._read(gate_rows.live_grants, room_id, actor_id, tool_name, now)
+        return await self._lanes.read(gate_rows.live_grants, room_id, actor_id, tool_name, now)
 
     async def list_grants(
         self, *, room_prefix: str | None = None, live_at: datetime | None = None, limit: int = 100
     ) -> list[Grant]:
-        return await self._read(gate_rows.list_grants, room_prefix, live_at, limit)
+        return await self._lanes.read(gate_rows.list_grants, room_prefix, live_at, limit)
 
     async def get_grant(self, grant_id: str) -> Grant | None:
-        return await self._read(gate_rows.get_grant, grant_id)
+        return await self._lanes.read(gate_rows.get_grant, grant_id)
 
     async def revoke_grant(self, grant_id: str, by: str | None, at: datetime) -> Grant | None:
         """Revoke a live grant, with its audit line; None if no live grant has that id."""
-        return await self._write(gate_rows.revoke_grant, grant_id, by, at, self.audit_redact)
+        return await self._lanes.write(gate_rows.revoke_grant, grant_id, by, at, self.audit_redact)
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -396,25 +352,25 @@ class SqlStore:
             "active": True,
             "updated_at": datetime.now(UTC),
         }
-        return await self._write_alone(run_rows.take_run, self._new_run, run)
+        return await self._lanes.write_alone(run_rows.take_run, self._new_run, run)
 
     async def renew_runs(self, owner: str, lease_until: datetime) -> int:
         values = {"b_owner": owner, "b_lease": lease_until}
-        return await self._write_alone(count, run_rows.RENEW_RUNS, values)
+        return await self._lanes.write_alone(count, run_rows.RENEW_RUNS, values)
 
     async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
         values = {"b_room": room_id, "b_channel": channel_id, "b_owner": owner}
-        await self._write_alone(
+        await self._lanes.write_alone(
             execute, run_rows.FINISH_RUN, {**values, "b_now": datetime.now(UTC)}
         )
 
     async def release_runs(self, owner: str, now: datetime) -> int:
-        return await self._write_alone(
+        return await self._lanes.write_alone(
             count, run_rows.RELEASE_RUNS, {"b_owner": owner, "b_now": now}
         )
 
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
-        rows = await self._read(every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit})
+        rows = await self._lanes.read(every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit})
         return [run_rows.run_of(row) for row in rows]
 
     # -- notifications, schema, lifetime ------------------------------------------------------
@@ -423,7 +379,7 @@ class SqlStore:
         self, callback: Callable[[str], None]
     ) -> Callable[[], Awaitable[None]]:
         """PostgreSQL: LISTEN on a connection of its own. SQLite: one process, nothing to hear."""
-        if self._pg is None:
+        if not self._pg:
             return _nothing_to_stop
         conn = await self._engine.connect()
         raw = await conn.get_raw_connection()
@@ -452,127 +408,20 @@ class SqlStore:
 
     async def close(self) -> None:
         """Let calls in flight finish (their callers may be gone), then close the pool."""
-        self._closed = True
-        if self._lane is not None:
-            await self._lane.close()
-        while self._in_flight:
-            await asyncio.gather(*self._in_flight, return_exceptions=True)
-        if self._pg is not None:
-            await self._pg.close()
+        await self._lanes.close()
         await self._engine.dispose()
 
-    # -- transactions -------------------------------------------------------------------------
-
-    async def _write(
+    # The stores beside this one (bot/store/doors.py, webhooks.py) run their *_rows SQL here.
+    async def write(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `body` in one writing transaction: committed if it returns, rolled back if not."""
-        if self._lane is not None:
-            return await self._in_lane(True, body, *args, **kwargs)
-        return await self._uncancellable(self._retried(self._writer, True, body, args, kwargs))
+        return await self._lanes.write(body, *args, **kwargs)
 
-    async def _read(
+    async def read(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        if self._lane is not None:
-            return await self._in_lane(False, body, *args, **kwargs)
-        return await self._uncancellable(self._retried(self._autocommit, False, body, args, kwargs))
-
-    async def _write_alone(
-        self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        """A write of one statement (or of statements each whole on its own): on PostgreSQL in
-        autocommit, each statement its own transaction, without a BEGIN and COMMIT round trip
-        around it; on SQLite a write like any other."""
-        if self._lane is not None:
-            return await self._in_lane(True, body, *args, **kwargs)
-        return await self._uncancellable(self._retried(self._autocommit, False, body, args, kwargs))
-
-    # The stores beside this one (bot/store/doors.py, webhooks.py) run their *_rows SQL here.
-    write = _write
-    read = _read
-
-    async def _one(self, statement: Executable, values: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """PostgreSQL: one statement in autocommit on a held connection; its rows."""
-        assert self._pg is not None
-        return await self._uncancellable(self._pg.fetch(statement, values))
-
-    async def _grouped(self, group: Group, values: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """PostgreSQL: `_one`, sharing its statement with calls of its kind that queue up."""
-        assert self._pg is not None
-        return await self._uncancellable(self._pg.grouped(group, values))
-
-    def _bound(self, values: dict[str, Any], statements: Sequence[Executable]) -> Bound:
-        """SQLite: `values` with the driver's parameters of `statements` worked out here, in
-        the caller's thread, rather than in the lane's (bot/store/prepared.Bound)."""
-        assert self._lane is not None
-        return Bound(values, self._lane.dialect, statements)
-
-    async def _in_lane(self, writer: bool, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        assert self._lane is not None
-        if self._closed:
-            raise StoreClosedError("the store is closed")
-        if kwargs:
-            body = functools.partial(body, **kwargs)
-        with _outages():
-            result: T = await self._lane.run(writer, body, *args)
-        return result
-
-    async def _retried(
-        self,
-        engine: AsyncEngine,
-        writer: bool,
-        body: Callable[..., T],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> T:
-        """`body` in a transaction (a writer) or in autocommit (a reader). A pooled connection
-        the server closed while it was idle fails before sending anything: once, the call goes
-        again on a fresh connection (the pool dropped every connection as old as that one)."""
-        for attempt in (1, 2):
-            try:
-                async with engine.connect() as conn:
-                    if writer:
-                        return await conn.run_sync(_in_transaction, body, *args, **kwargs)
-                    return await conn.run_sync(body, *args, **kwargs)
-            except DBAPIError as err:
-                if attempt == 2 or not closed_before_sending(err):
-                    raise
-        raise AssertionError("unreachable")
-
-    async def _uncancellable(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run a database call to its end even if its caller is cancelled: cut mid-statement,
-        a pooled connection is lost (and a transaction's outcome unknown). close() waits."""
-        if self._closed:
-            work.close()
-            raise StoreClosedError("the store is closed")
-        task = asyncio.ensure_future(work)
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
-        with _outages():
-            return await asyncio.shield(task)
-
-
-@contextlib.contextmanager
-def _outages() -> Iterator[None]:
-    """A database error that means an outage reaches the caller as StoreUnavailableError."""
-    try:
-        yield
-    except (DBAPIError, OSError) as err:
-        if not unavailable(err):
-            raise
-        raise StoreUnavailableError(first_line(err)) from err
-
-
-def _in_transaction(
-    conn: Connection,
-    body: Callable[Concatenate[Connection, P], T],
-    /,
-    *args: P.args,
-    **kwargs: P.kwargs,
-) -> T:
-    with conn.begin():
-        return body(conn, *args, **kwargs)
+        return await self._lanes.read(body, *args, **kwargs)
 
 
 async def _nothing_to_stop() -> None:

@@ -3,11 +3,11 @@ busy share one transaction (group commit).
 
 SQLite takes one writer at a time, so a store's writers queue anyway; here they queue in front
 of one thread that owns the one connection. When the thread comes back for more and finds
-several calls waiting, it runs them all in one transaction, each inside a savepoint of its own
-(a call that raises is rolled back alone, and only its caller sees the error), and commits
-once; a lone call is simply its own transaction, so nothing waits for company. Each caller's
-answer comes back after the commit that made its writes durable, with one wake-up of the event
-loop per batch.
+several calls waiting, it runs them all in one transaction and commits once; a lone call is
+simply its own transaction, so nothing waits for company. If one call of a batch raises, the
+batch is rolled back and each of its calls runs again alone: only that caller sees its error.
+Each caller's answer comes back after the commit that made its writes durable, with one wake-up
+of the event loop per batch.
 
 A call runs to its end even if its caller is cancelled (a write cut short would leave its
 outcome unknown); `close()` lets every queued call finish first.
