@@ -90,7 +90,8 @@ class BareSqlite:
         if not statement.startswith(("BEGIN", "COMMIT")):
             self.statements += 1
 
-    async def lifecycles(self, ids: list[str]) -> None:
+    async def lifecycles(self, _task: int, ids: list[str]) -> None:
+        """The lifecycles of `ids` in turn (every task shares the one connection's thread)."""
         loop = asyncio.get_running_loop()
         for request_id in ids:
             await loop.run_in_executor(self._thread, self._create_one, request_id)

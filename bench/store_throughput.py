@@ -129,12 +129,12 @@ async def store_run(store: SqlStore, count: int, tasks: int) -> Run:
         unwatch()
 
 
-async def bare_sqlite_run(path: str, count: int, tasks: int) -> Run:
-    bare = BareSqlite(path)
+async def bare_run(bare: BareSqlite | BarePostgres, count: int, tasks: int) -> Run:
+    """The bare driver's lifecycles, `tasks` at a time: two commits each, never shared."""
     await bare.open()
 
     async def run(shares: list[list[str]]) -> None:
-        await asyncio.gather(*(bare.lifecycles(share) for share in shares))
+        await asyncio.gather(*(bare.lifecycles(n, share) for n, share in enumerate(shares)))
 
     try:
         await timed(WARMUP, tasks, run, lambda: (bare.statements, 0))
@@ -148,7 +148,7 @@ async def sqlite_runs(count: int, tasks: int) -> tuple[Run, Run]:
     with tempfile.TemporaryDirectory() as directory:
         bare_path, ours_path = Path(directory) / "bare.db", Path(directory) / "ours.db"
         await upgrade(f"sqlite:///{bare_path}")
-        bare = await bare_sqlite_run(str(bare_path), count, tasks)
+        bare = await bare_run(BareSqlite(str(bare_path)), count, tasks)
         store = await open_store(f"sqlite:///{ours_path}")
         try:
             return bare, await store_run(store, count, tasks)
@@ -180,24 +180,9 @@ def plain_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-async def bare_postgres_run(url: str, schema: str, count: int, tasks: int) -> Run:
-    bare = BarePostgres(plain_dsn(url), schema, tasks)
-    await bare.open()
-
-    async def run(shares: list[list[str]]) -> None:
-        await asyncio.gather(*(bare.lifecycles(n, share) for n, share in enumerate(shares)))
-
-    try:
-        await timed(WARMUP, tasks, run, lambda: (bare.statements, 0))
-        result = await timed(count, tasks, run, lambda: (bare.statements, 0))
-        return Run(result.rate, result.cpu_us, result.statements, 2.0)
-    finally:
-        await bare.close()
-
-
 async def postgres_runs(url: str, count: int, tasks: int) -> tuple[Run, Run]:
     async with postgres_schema(url) as schema:
-        bare = await bare_postgres_run(url, schema, count, tasks)
+        bare = await bare_run(BarePostgres(plain_dsn(url), schema, tasks), count, tasks)
     async with postgres_schema(url) as schema:
         store = await open_store(url, schema=schema, migrate=False)
         try:

@@ -108,3 +108,17 @@ async def start() -> AsyncIterator[StartTurn]:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def settle_loop(rounds: int = 5) -> None:
+    """Let scheduled callbacks and tasks run (no wall-clock waiting)."""
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def handler() -> AsyncIterator[HumanInputHandler]:
+    """An in-memory handler; whatever a test left pending must drain at its end."""
+    made = HumanInputHandler()
+    yield made
+    await asyncio.wait_for(made.drain(), 2.0)

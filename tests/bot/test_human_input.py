@@ -27,6 +27,7 @@ from bot.human_input import (
 from bot.records import RequestRecord, RequestStatus
 from bot.store import SqlStore, open_store
 from bot.tool_context import ToolCallContext, tool_turn_context
+from tests.bot.conftest import settle_loop
 
 TOOL = "AskUserQuestion"
 ARGS: dict[str, Any] = {"question": "Which colour?"}
@@ -34,12 +35,6 @@ DENIED = "Denied by ON_USER_INPUT_REQUIRED hook"
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-async def settle_loop(rounds: int = 5) -> None:
-    """Let scheduled callbacks and tasks run (no wall-clock waiting)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
 
 
 async def blocked_waiter(
@@ -91,13 +86,6 @@ class Recorder:
 
     def last(self, pending_id: str) -> RequestUpdate:
         return [u for u in self.updates if u.pending_id == pending_id][-1]
-
-
-@pytest.fixture
-async def handler() -> AsyncIterator[HumanInputHandler]:
-    made = HumanInputHandler()
-    yield made
-    await asyncio.wait_for(made.drain(), 2.0)
 
 
 # -- create, wait, resolve ----------------------------------------------------------------------

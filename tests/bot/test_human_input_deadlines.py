@@ -7,28 +7,17 @@ than waited for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from bot.human_input import HumanInputHandler, PendingInputStatus
 from bot.human_input.deadlines import SLACK
+from tests.bot.conftest import settle_loop
 
 TOOL = "AskUserQuestion"
 ARGS: dict[str, Any] = {"question": "Which colour?"}
-
-
-async def settle_loop(rounds: int = 5) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-@pytest.fixture
-async def handler() -> AsyncIterator[HumanInputHandler]:
-    made = HumanInputHandler()
-    yield made
-    await asyncio.wait_for(made.drain(), 2.0)
 
 
 @pytest.fixture

@@ -17,21 +17,10 @@ import pytest
 from bot.errors import HumanInputRejectedError
 from bot.human_input import HumanInputHandler, PendingInputStatus
 from bot.store import SqlStore, open_store
+from tests.bot.conftest import settle_loop
 
 TOOL = "AskUserQuestion"
 ARGS: dict[str, Any] = {"question": "Which colour?"}
-
-
-async def settle_loop(rounds: int = 5) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-@pytest.fixture
-async def handler() -> AsyncIterator[HumanInputHandler]:
-    made = HumanInputHandler()
-    yield made
-    await asyncio.wait_for(made.drain(), 2.0)
 
 
 # -- wait() is a coroutine ---------------------------------------------------------------------

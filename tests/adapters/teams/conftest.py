@@ -59,6 +59,9 @@ class User:
 ALICE = User("aad-0000-alice", "29:1alice-bf-id", "Alice Archer")  # the requests' actor
 STRANGER = User("aad-0000-mallory", "29:1mallory-bf-id", "Mallory Moss")  # may not answer
 ADMIN = User("aad-0000-admin", "29:1admin-bf-id", "Ada Admin")  # in HITL_ADMINS
+# Approvers a policy file names: rules name Teams users by their AAD object ids, GUIDs.
+BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
+CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
 
 PERSONAL = "a:1personal-chat-with-alice"
 CHANNEL = "19:general0channel@thread.tacv2"

@@ -14,17 +14,16 @@ from bot.store import SqlStore
 from bot.store.copies import CopyTables
 from tests.adapters.teams.conftest import (
     ALICE,
+    BOB,
     JSON,
     WAIT,
     StartEnv,
-    User,
     is_live,
     request_id_of,
     text_of,
 )
 from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
 
-BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
 APPROVALS = "19:approvals0chat@thread.v2"  # a group chat the bot is in
 POLICY = f"""\
 rules:

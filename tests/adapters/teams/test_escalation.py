@@ -10,19 +10,18 @@ from pathlib import Path
 from bot.escalations import ESCALATED, REMINDED
 from tests.adapters.teams.conftest import (
     ALICE,
+    BOB,
+    CAROL,
     JSON,
     WAIT,
     Chat,
     StartEnv,
-    User,
     is_live,
     request_id_of,
     text_of,
 )
 from tests.adapters.teams.test_e2e import FINAL, assert_settled_reply, start_turn
 
-BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
-CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
 POLICY = f"""\
 rules:
   - match: {{tool: requestApproval}}

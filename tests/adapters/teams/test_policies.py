@@ -20,6 +20,8 @@ from bot.records import RequestStatus
 from tests.adapters.teams.conftest import (
     ADMIN,
     ALICE,
+    BOB,
+    CAROL,
     GROUP,
     JSON,
     STRANGER,
@@ -36,8 +38,6 @@ from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
 ENTRA = "3f2c9a4e-6b1d-4e8a-9c7f-2d5b8e1a0c64"
 OPS = "6f1c3f5e-0000-4000-8000-0000000000a1"  # an Entra group Graph can read
-CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
-BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
 DAVE = User("0da40000-0000-4000-8000-000000000da4", "29:1dave-bf-id", "Dave Diaz")
 POLICY = f"""\
 rules:

@@ -11,6 +11,8 @@ from pathlib import Path
 from bot.records import RequestStatus
 from tests.adapters.teams.conftest import (
     ALICE,
+    BOB,
+    CAROL,
     WAIT,
     Chat,
     Env,
@@ -22,9 +24,6 @@ from tests.adapters.teams.conftest import (
 )
 from tests.adapters.teams.test_e2e import assert_settled_reply, finish, start_turn
 
-# The rule names Teams users by their AAD object ids, which are GUIDs.
-BOB = User("0b0b0000-0000-4000-8000-00000000b0b0", "29:1bob-bf-id", "Bob Baker")
-CAROL = User("0ca20000-0000-4000-8000-000000000ca2", "29:1carol-bf-id", "Carol Chen")
 DAVE = User("0da40000-0000-4000-8000-000000000da4", "29:1dave-bf-id", "Dave Diaz")
 POLICY = f"""\
 rules:

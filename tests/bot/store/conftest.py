@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from bot.store import SqlStore, open_store
-from bot.store.engine import async_url
+from bot.store.engine import async_url, create_engine
 
 POSTGRES_URL_ENV = "HITL_TEST_POSTGRES_URL"
 
@@ -54,6 +54,16 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         yield Database("postgres", url, schema)
     finally:
         await _admin(url, f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+async def engine(database: Database) -> AsyncIterator[AsyncEngine]:
+    """An engine on the test database (and its schema), for looking at what migrations did."""
+    opened = create_engine(database.url, schema=database.schema)
+    try:
+        yield opened
+    finally:
+        await opened.dispose()
 
 
 @pytest.fixture

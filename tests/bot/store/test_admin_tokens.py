@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import downgrade, open_store, upgrade
 from bot.store.doors import DoorTables
-from bot.store.engine import create_engine
 from bot.tokens import Tokens
 from tests.bot.store.conftest import Database
 from tests.bot.store.test_migrations import schema_differences
-
-
-@pytest.fixture
-async def engine(database: Database) -> AsyncIterator[AsyncEngine]:
-    opened = create_engine(database.url, schema=database.schema)
-    try:
-        yield opened
-    finally:
-        await opened.dispose()
 
 
 async def token_columns(engine: AsyncEngine) -> set[str]:

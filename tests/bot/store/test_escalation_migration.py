@@ -3,15 +3,12 @@ migrations' module is near its size limit)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import Vote
 from bot.store import downgrade, open_store, upgrade
-from bot.store.engine import create_engine
 from bot.store.escalations import EscalationTables
 from bot.store.votes import VoteTables
 from tests.bot.store.conftest import Database
@@ -23,15 +20,6 @@ from tests.bot.store.test_migrations import (
 )
 
 ESCALATION_COLUMNS = {"escalation_step", "next_escalation_at"}
-
-
-@pytest.fixture
-async def engine(database: Database) -> AsyncIterator[AsyncEngine]:
-    opened = create_engine(database.url, schema=database.schema)
-    try:
-        yield opened
-    finally:
-        await opened.dispose()
 
 
 async def test_0012_escalation_up_and_down(database: Database, engine: AsyncEngine) -> None:

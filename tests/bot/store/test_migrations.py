@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import os
 import sys
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token,
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
-from bot.store.engine import create_engine
 from bot.store.schema import JsonType, UTCDateTime, metadata
 from bot.store.votes import VoteTables
 from bot.store.webhooks import Delivery, WebhookTables
@@ -46,16 +44,6 @@ COPY_TABLES = {"message_copies"}  # 0014
 LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES,
          *COPY_TABLES}  # after 0003  # fmt: skip
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
-
-
-@pytest.fixture
-async def engine(database: Database) -> AsyncIterator[AsyncEngine]:
-    """An engine on the test database (and its schema), for looking at what migrations did."""
-    opened = create_engine(database.url, schema=database.schema)
-    try:
-        yield opened
-    finally:
-        await opened.dispose()
 
 
 async def table_names(engine: AsyncEngine) -> set[str]:

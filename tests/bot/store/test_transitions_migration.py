@@ -3,27 +3,15 @@ down on both dialects."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import downgrade, open_store, upgrade
-from bot.store.engine import create_engine
 from tests.bot.store.conftest import Database
 from tests.bot.store.test_migrations import schema_differences, table_names
-
-
-@pytest.fixture
-async def engine(database: Database) -> AsyncIterator[AsyncEngine]:
-    opened = create_engine(database.url, schema=database.schema)
-    try:
-        yield opened
-    finally:
-        await opened.dispose()
 
 
 async def test_0017_drops_transitions_and_its_downgrade_rebuilds_them_from_the_audit_log(
