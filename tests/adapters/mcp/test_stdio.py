@@ -20,7 +20,6 @@ from bot.requests.kinds import Verb
 from tests.adapters.mcp.served import (
     BASH,
     PERSON,
-    WAIT,
     Served,
     connected,
     editing,
@@ -31,6 +30,9 @@ from tests.adapters.mcp.served import (
 
 ROOT = Path(__file__).resolve().parents[3]
 PROXY = [sys.executable, "-m", "adapters.mcp.stdio"]
+# A Python process importing the SDKs (uncompiled, PYTHONDONTWRITEBYTECODE) on a loaded 2-core
+# machine can take longer to start than WAIT allows an in-process step.
+PROCESS_WAIT = 30.0
 
 
 @asynccontextmanager
@@ -38,7 +40,7 @@ async def proxied(bridge: Served, mode: str = "auto") -> AsyncIterator[Client]:
     """The proxy as a process on `bridge`, and the official stdio client on it."""
     env = {"HITL_URL": bridge.url, "HITL_TOKEN": bridge.token}
     parameters = StdioServerParameters(command=PROXY[0], args=PROXY[1:], env=env, cwd=ROOT)
-    async with asyncio.timeout(WAIT), Client(parameters, mode=mode, cache=None) as client:
+    async with asyncio.timeout(PROCESS_WAIT), Client(parameters, mode=mode, cache=None) as client:
         yield client
 
 
@@ -100,8 +102,13 @@ async def run_proxy(env: dict[str, str]) -> tuple[int, str]:
         *PROXY, cwd=ROOT, env={**os.environ, **env}, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    async with asyncio.timeout(WAIT):
-        out, err = await process.communicate()
+    try:
+        async with asyncio.timeout(PROCESS_WAIT):
+            out, err = await process.communicate()
+    finally:
+        if process.returncode is None:  # timed out: leave no process or pipe behind
+            process.kill()
+            await process.communicate()
     assert out == b""  # stdout is the protocol's
     assert process.returncode is not None
     return process.returncode, err.decode()
