@@ -17,7 +17,10 @@ request's lifecycle, one after another, each in a thread of its own:
 
 Latency: from the moment this process has B's HTTP response to the click (the ack) to the
 moment FakeAnthropic (in this process, same clock: time.perf_counter) receives the request
-carrying that click's tool_result. Warm-up lifecycles are left out.
+carrying that click's tool_result. Warm-up lifecycles are left out. Beside it, measured in the
+same run from this process with nothing else running: a bare asyncpg round trip, a bare NOTIFY
+between two connections, and the bare SDK sending A's last model request again; the path's
+floor is the sum over what it does (5 round trips, a NOTIFY, the model call).
 
 Database round trips: a second phase runs fresh workers whose database URL points at a relay
 in this process (one per worker), which reads the PostgreSQL frontend protocol on its way to
@@ -47,12 +50,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import anthropic  # noqa: E402
+import asyncpg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from tests.adapters.workers import (  # noqa: E402
     POSTGRES_URL_ENV,
     Cluster,
     Worker,
+    api_key,
     cluster,
     eventually,
     postgres_database,
@@ -74,10 +80,14 @@ class Model:
 
     def __init__(self) -> None:
         self.arrived: dict[str, float] = {}
+        self.resent: list[float] | None = None  # set: every request is a reference, timed here
         self._ids = itertools.count(1)
 
     def __call__(self, body: dict[str, Any]) -> Turn:
         now = time.perf_counter()
+        if self.resent is not None:
+            self.resent.append(now)
+            return reply_text(DONE)
         last = body["messages"][-1]["content"]
         results = (
             [b for b in last if b.get("type") == "tool_result"] if isinstance(last, list) else []
@@ -245,6 +255,84 @@ async def measure_latency(server: str, requests: int, folder: Path) -> None:
               f"   min {low:6.2f} ms   max {high:6.2f} ms")  # fmt: skip
         for worker in (a, b):
             await c.terminate(worker, 30)
+        await report_floor(url, c, model, median)
+
+
+# -- the physical references: what the path's round trips and the model call cost alone ----------
+
+# The path from B's ack to the model's request, as built: B reads the request and writes its
+# proposal (which NOTIFYs A); A reads the proposal, writes the settle, saves the transcript,
+# then calls the model.
+PATH_ROUND_TRIPS = 5
+REFERENCE_SAMPLES = 200
+
+
+async def report_floor(url: str, c: Cluster, model: Model, ours: float) -> None:
+    """Beside our median, in the same run: a bare asyncpg round trip, a bare NOTIFY from one
+    connection to another, and the bare SDK sending A's last model request again; their sum
+    over the path is what the path would cost with nothing else to do."""
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    round_trip, notify = await bare_round_trip(dsn), await bare_notify(dsn)
+    sdk = await bare_sdk(c, model)
+    floor = PATH_ROUND_TRIPS * round_trip + notify + sdk
+    print("the same path's physical references, measured now (medians of"
+          f" {REFERENCE_SAMPLES}):")  # fmt: skip
+    print(f"  asyncpg round trip {round_trip:5.2f} ms; NOTIFY to a listening connection"
+          f" {notify:5.2f} ms;\n  the anthropic SDK sending A's last request"
+          f" {sdk:5.2f} ms")  # fmt: skip
+    print(f"  floor: {PATH_ROUND_TRIPS} round trips + a NOTIFY + the SDK = {floor:5.2f} ms;"
+          f" ours {ours:5.2f} ms = {ours / floor:4.2f} x the floor")  # fmt: skip
+
+
+async def bare_round_trip(dsn: str) -> float:
+    conn = await asyncpg.connect(dsn)
+    try:
+        statement = await conn.prepare("SELECT 1")
+        samples = []
+        for _ in range(REFERENCE_SAMPLES):
+            started = time.perf_counter()
+            await statement.fetchval()
+            samples.append(time.perf_counter() - started)
+        return 1000 * statistics.median(samples)
+    finally:
+        await conn.close()
+
+
+async def bare_notify(dsn: str) -> float:
+    sender, listener = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+    heard: asyncio.Queue[float] = asyncio.Queue()
+    try:
+        await listener.add_listener("bench", lambda *_: heard.put_nowait(time.perf_counter()))
+        samples = []
+        for _ in range(REFERENCE_SAMPLES):
+            started = time.perf_counter()
+            await sender.execute("SELECT pg_notify('bench', 'x')")
+            samples.append(await asyncio.wait_for(heard.get(), 5) - started)
+        return 1000 * statistics.median(samples)
+    finally:
+        await sender.close()
+        await listener.close()
+
+
+async def bare_sdk(c: Cluster, model: Model) -> float:
+    """A's last request to the model (the one carrying a tool_result), sent again by the SDK
+    from this process: from the call to FakeAnthropic's handler having it."""
+    body = dict(c.model.requests[-2].body)  # the last is the reply to DONE's turn
+    body.pop("stream", None)
+    arrived: list[float] = []
+    model.resent = arrived
+    c.model.script(*[model] * REFERENCE_SAMPLES)
+    client = anthropic.AsyncAnthropic(api_key=api_key("a"), base_url=c.model.base_url)
+    samples: list[float] = []
+    try:
+        for _ in range(REFERENCE_SAMPLES):
+            started = time.perf_counter()
+            async with client.messages.stream(**body) as stream:
+                await stream.get_final_message()
+            samples.append(arrived[-1] - started)
+        return 1000 * statistics.median(samples)
+    finally:
+        await client.close()
 
 
 async def count_round_trips(server: str, requests: int, folder: Path) -> None:
