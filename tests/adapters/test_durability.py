@@ -133,9 +133,10 @@ async def test_sqlite_restart_resumes_the_run_and_takes_the_click(
 ) -> None:
     c = sqlite
     c.model.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_a1"), reply_text(FINAL))
-    # The first worker's lease decides when its run may be adopted: long enough here, for the
-    # click to land on the new worker before that, when that is the case under test.
-    first = await c.start_worker("one", HITL_LEASE_SECONDS=10 if click_first else 1)
+    # The first worker's lease decides when its run may be adopted. When the click is to land
+    # first, the lease outlasts any worker's start on a loaded machine, and the test lapses it
+    # (time passing, in the row) once the click is in.
+    first = await c.start_worker("one", HITL_LEASE_SECONDS=3600 if click_first else 1)
     thread = await c.mention(first, "deploy v2")
     message, record = await thread.posted()
     await c.kill(first)
@@ -146,6 +147,9 @@ async def test_sqlite_restart_resumes_the_run_and_takes_the_click(
         await c.click(second, message, "hitl_approve")
         await thread.settled(message, ANSWERED)
         assert thread.texts() == []  # answered, but the run waits for its lease to lapse
+        run = await c.run_of(thread.room_id)
+        assert run is not None and run.owner is not None
+        await c.store.release_runs(run.owner, datetime.now(UTC))  # the lease lapses
     else:
         await eventually(lambda: c.owned_by(thread.room_id, second), "the run adopted")
         await c.click(second, message, "hitl_approve")
