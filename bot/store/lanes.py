@@ -71,16 +71,12 @@ class Lanes:
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `body` in one writing transaction: committed if it returns, rolled back if not."""
-        if self._sqlite is not None:
-            return await self._in_sqlite_lane(True, body, *args, **kwargs)
-        return await self._uncancellable(self._retried(self._writer, True, body, args, kwargs))
+        return await self._call(True, self._writer, body, args, kwargs)
 
     async def read(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        if self._sqlite is not None:
-            return await self._in_sqlite_lane(False, body, *args, **kwargs)
-        return await self._uncancellable(self._retried(self._autocommit, False, body, args, kwargs))
+        return await self._call(False, self._autocommit, body, args, kwargs)
 
     async def write_alone(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -88,9 +84,7 @@ class Lanes:
         """A write of one statement (or of statements each whole on its own): on PostgreSQL in
         autocommit, each statement its own transaction, without a BEGIN and COMMIT round trip
         around it; on SQLite a write like any other."""
-        if self._sqlite is not None:
-            return await self._in_sqlite_lane(True, body, *args, **kwargs)
-        return await self._uncancellable(self._retried(self._autocommit, False, body, args, kwargs))
+        return await self._call(True, self._autocommit, body, args, kwargs)
 
     async def one(self, statement: Executable, values: Mapping[str, Any]) -> list[dict[str, Any]]:
         """PostgreSQL: one statement in autocommit on a held connection; its rows."""
@@ -147,6 +141,21 @@ class Lanes:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
         if self._pg is not None:
             await self._pg.close()
+
+    async def _call(
+        self,
+        writer: bool,
+        engine: AsyncEngine,
+        body: Callable[..., T],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> T:
+        """SQLite: `body` in the lane, as a writer or not. PostgreSQL: on `engine`, in a
+        transaction if it is the writing one, else in autocommit."""
+        if self._sqlite is not None:
+            return await self._in_sqlite_lane(writer, body, *args, **kwargs)
+        in_transaction = engine is self._writer
+        return await self._uncancellable(self._retried(engine, in_transaction, body, args, kwargs))
 
     async def _in_sqlite_lane(
         self, writer: bool, body: Callable[..., T], *args: Any, **kwargs: Any
