@@ -60,6 +60,7 @@ NO_REFS: MessageRefs = _NoRefs()
 CLAIMED = 1  # a settle is being written: no other settle may start
 HELD = 2  # its row is held by this worker: this worker decides its settle (bot.human_input)
 FOREIGN = 4  # its row is held by another live worker, or not yet known to be ours
+UNTOLD = 8  # settled here from a row another worker wrote: that worker told the observers
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,6 +167,11 @@ class HandlerState(ABC):
     ) -> None: ...  # settling.py
 
     @abstractmethod
+    def _apply_written(
+        self, request: PendingInput, source: Settlement | PendingInput
+    ) -> None: ...  # settling.py
+
+    @abstractmethod
     def _retain(self, request: PendingInput) -> None: ...  # settling.py
 
     @abstractmethod

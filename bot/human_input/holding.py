@@ -85,7 +85,7 @@ class Holding(HandlerState):
             self._apply(request, settlement)
             return True
         if won:
-            self._apply(request, settlement)
+            self._apply_written(request, settlement)
             return True
         record = await store.get_request(request.id)
         if record is not None and record.status is not RequestStatus.PENDING:
@@ -116,7 +116,7 @@ class Holding(HandlerState):
             self._apply(request, settlement)
             return True
         if won:
-            self._apply(request, proposal, tell=here)
+            self._apply_won(request, proposal, here)
         elif record is not None and record.status is not RequestStatus.PENDING:
             self._apply(request, record, tell=False)
         else:  # refused, yet no settled row to follow: do not leave the request claimed
@@ -124,6 +124,14 @@ class Holding(HandlerState):
                       request.id, settlement.status)  # fmt: skip
             self._apply(request, settlement)
         return won
+
+    def _apply_won(self, request: PendingInput, proposal: Settlement, here: bool) -> None:
+        """Apply a proposal that won: written `here` (this worker tells the observers), or
+        by its holder (which told them)."""
+        if here:
+            self._apply_written(request, proposal)
+        else:
+            self._apply(request, proposal, tell=False)
 
     async def _offer(self, proposal: Settlement) -> tuple[bool, bool]:
         """Settle a request this worker does not hold: (won, and whether it was written here
@@ -261,7 +269,7 @@ class Holding(HandlerState):
         request = self._active.get(record.id)
         if request is not None:  # a wait() loaded it meanwhile: wake it now, not at its deadline
             if won:
-                self._apply(request, proposal, tell=here)
+                self._apply_won(request, proposal, here)
             else:
                 self._spawn(self.follow(record.id))
             return won
@@ -287,7 +295,7 @@ class Holding(HandlerState):
             return
         request = self._active.get(record.id)
         if request is not None:  # loaded meanwhile
-            self._apply(request, settlement)
+            self._apply_written(request, settlement)
             return
         copy_settled(record, settlement)
         self._retain(record)

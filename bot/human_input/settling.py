@@ -18,6 +18,7 @@ from bot.records import (
     CLAIMED,
     FOREIGN,
     HELD,
+    UNTOLD,
     PendingInput,
     RequestStatus,
     Settlement,
@@ -131,11 +132,22 @@ class Settling(HandlerState):
         copy_settled(request, source)
         self._settled_now(request, tell)
 
+    def _apply_written(self, request: PendingInput, source: Settlement | PendingInput) -> None:
+        """Apply a settle this worker wrote, and tell the observers: the writer tells them,
+        also when its own NOTIFY was followed first and applied the row (untold, as another
+        worker's), which a busy event loop can do before the write's reply is read."""
+        if request.status is RequestStatus.PENDING:
+            self._apply(request, source)
+        elif request._flags & UNTOLD:
+            request._flags &= ~UNTOLD
+            self._notify_observers(request)
+
     def _settled_now(self, request: PendingInput, tell: bool = True) -> None:
-        """The outcome is on the request: wake its waiters, retain it, tell the observers."""
+        """The outcome is on the request: wake its waiters, retain it, tell the observers
+        (or, if `tell` is False, mark it UNTOLD: another worker told them)."""
         if request._flags & HELD:
             self._holding -= 1
-        request._flags = 0
+        request._flags = 0 if tell else UNTOLD
         self._deadlines.disarm(request)
         waiters, request._waiters = request._waiters, None
         if isinstance(waiters, list):

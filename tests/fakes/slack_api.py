@@ -531,7 +531,8 @@ class FakeSlack:
                 async with asyncio.timeout(timeout):
                     await self._changed.wait_for(check)
             except TimeoutError:
-                seen = [name for name, _ in self.calls]
+                # Each call with the start of its text: which message an edit or post was.
+                seen = [f"{name} {str(args.get('text') or '')[:24]!r}" for name, args in self.calls]
                 raise TimeoutError(f"not met within {timeout}s; calls: {seen}") from None
         return result[0]
 

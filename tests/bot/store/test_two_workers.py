@@ -241,3 +241,84 @@ async def test_a_request_left_by_a_shutdown_is_taken_by_the_next_waiter(
     assert await asyncio.wait_for(resumed, 10) == "blue"
     record = await holder.store.get_request(pending.pending_id)
     assert record is not None and record.result == "blue"
+
+
+def heard_first(
+    worker: Worker, method: str, monkeypatch: pytest.MonkeyPatch, *, loading: bool = False
+) -> list[asyncio.Task[str]]:
+    """Make the settle `worker.store.<method>` writes be heard (its NOTIFY, followed) before
+    the call returns: what a busy worker's event loop may do when the notification and the
+    write's reply arrive together. `loading`: a wait() loads the request (still open) on the
+    worker just before the write, after the settle looked for it in memory and did not find
+    it; the waits started are returned."""
+    write = getattr(worker.store, method)
+    waits: list[asyncio.Task[str]] = []
+
+    async def written_then_heard(settlement: Any, *args: Any) -> Any:
+        request_id = settlement.request_id
+        if loading:
+            waits.append(asyncio.create_task(worker.handler.wait(request_id, timeout=30)))
+            for _ in range(500):  # loaded in a few round trips; 5 s at most
+                if request_id in worker.handler.pending:
+                    break
+                await asyncio.sleep(0.01)
+        outcome = await write(settlement, *args)
+        await worker.handler.follow(request_id)
+        return outcome
+
+    monkeypatch.setattr(worker.store, method, written_then_heard)
+    return waits
+
+
+async def doomed_holder(database: Database) -> tuple[Worker, str]:
+    """A worker that created a request and then died (no heartbeat from now on): its id."""
+    doomed = await start_worker(database, "doomed")
+    pending = await doomed.handler.create(TOOL, ARGS)
+    assert doomed.stop_listening is not None
+    await doomed.stop_listening()
+    await doomed.store.close()
+    return doomed, pending.pending_id
+
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["waited-on-here", "loaded-meanwhile"])
+async def test_an_answer_heard_before_its_write_returns_is_still_told_once(
+    workers: tuple[Worker, Worker],
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+    loaded: bool,
+) -> None:
+    """A dead holder's request answered on another worker, whose own NOTIFY of the settle is
+    followed before its write returns: the waiter gets the answer and the surfaces are told
+    of it once, by the worker that wrote it (else the message keeps its buttons)."""
+    _, other = workers
+    _, request_id = await doomed_holder(database)
+    waits = []
+    if loaded:
+        waits.append(asyncio.create_task(other.handler.wait(request_id, timeout=30)))
+        await asyncio.sleep(0.1)
+        assert request_id in other.handler.pending  # loaded, held by the doomed
+    await asyncio.sleep(HOLD * 1.5)  # the doomed's hold lapses: the others settle directly
+    started = heard_first(other, "propose", monkeypatch, loading=not loaded)
+
+    assert await asyncio.wait_for(other.handler.answer(request_id, "blue"), 10) is True
+    assert [await asyncio.wait_for(w, 10) for w in waits + started] == ["blue"]
+    await other.handler.drain()
+    assert endings(other) == [RenderState.COMPLETE]
+
+
+async def test_an_expiry_heard_before_its_write_returns_is_still_told_once(
+    workers: tuple[Worker, Worker], database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead holder's request whose durable deadline is swept on another worker, as a wait()
+    there loads it, the NOTIFY of the expiry followed before the write returns: told once."""
+    _, other = workers
+    _, request_id = await doomed_holder(database)
+    await asyncio.sleep(HOLD * 1.5)
+    record = await other.store.get_request(request_id)
+    assert record is not None
+    waits = heard_first(other, "settle", monkeypatch, loading=True)
+    await other.handler.expire_record(record)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(waits[0], 10)
+    await other.handler.drain()
+    assert endings(other) == [RenderState.EXPIRED]
