@@ -305,7 +305,8 @@ class Holding(HandlerState):
         """Something happened to a request in another process (its NOTIFY arrived): wake the
         proposers here waiting on it; as its holder, apply the first proposal waiting; else
         take up the outcome another worker recorded. Observers were told by the worker that
-        wrote it, so they are not told again."""
+        wrote it, so they are not told here (if that was this worker, its NOTIFY heard before
+        its write returned, the write's caller tells them: `_apply_written`)."""
         for heard in self._listeners.pop(request_id, ()):
             if not heard.done():
                 heard.set_result(None)
