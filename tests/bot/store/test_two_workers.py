@@ -65,6 +65,16 @@ async def start_worker(database: Database, name: str, *, migrate: bool = False) 
     return worker
 
 
+async def doomed_holder(database: Database) -> tuple[Worker, str]:
+    """A worker that created a request and then died (no heartbeat from now on): its id."""
+    doomed = await start_worker(database, "doomed")
+    pending = await doomed.handler.create(TOOL, ARGS)
+    assert doomed.stop_listening is not None
+    await doomed.stop_listening()
+    await doomed.store.close()
+    return doomed, pending.pending_id
+
+
 @pytest.fixture
 async def workers(database: Database) -> AsyncIterator[tuple[Worker, Worker]]:
     holder = await start_worker(database, "holder", migrate=True)
@@ -200,18 +210,14 @@ async def test_a_dead_holder_does_not_block_answers(
     """A holder cut from the database stops beating; after HOLD seconds the others settle its
     requests themselves, and the holder, unable to vouch for its hold, stops saying True."""
     _, other = workers
-    doomed = await start_worker(database, "doomed")
-    pending = await doomed.handler.create(TOOL, ARGS)
-    assert doomed.stop_listening is not None
-    await doomed.stop_listening()
-    await doomed.store.close()  # its heartbeat stops
+    doomed, request_id = await doomed_holder(database)  # its heartbeat stops
 
     loop = asyncio.get_running_loop()
     start = loop.time()
-    assert await asyncio.wait_for(other.handler.answer(pending.pending_id, "blue"), 10) is True
+    assert await asyncio.wait_for(other.handler.answer(request_id, "blue"), 10) is True
     assert loop.time() - start < HOLD * 3
-    assert doomed.handler.resolve(pending.pending_id, "late") is False
-    assert await other.handler.wait(pending.pending_id) == "blue"
+    assert doomed.handler.resolve(request_id, "late") is False
+    assert await other.handler.wait(request_id) == "blue"
     await other.handler.drain()
     assert endings(other) == [RenderState.COMPLETE]  # written, and told, by the other worker
 
@@ -268,16 +274,6 @@ def heard_first(
 
     monkeypatch.setattr(worker.store, method, written_then_heard)
     return waits
-
-
-async def doomed_holder(database: Database) -> tuple[Worker, str]:
-    """A worker that created a request and then died (no heartbeat from now on): its id."""
-    doomed = await start_worker(database, "doomed")
-    pending = await doomed.handler.create(TOOL, ARGS)
-    assert doomed.stop_listening is not None
-    await doomed.stop_listening()
-    await doomed.store.close()
-    return doomed, pending.pending_id
 
 
 @pytest.mark.parametrize("loaded", [True, False], ids=["waited-on-here", "loaded-meanwhile"])
