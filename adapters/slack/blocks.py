@@ -131,6 +131,18 @@ def button(
     return element
 
 
+def section_button(text: str, label: str, action: str, value: str) -> Block:
+    """A section (mrkdwn `text`, escaped already) with a button beside it sending `value`."""
+    block = section(text)
+    block["accessory"] = {
+        "type": "button",
+        "text": plain(label, BUTTON_TEXT),
+        "action_id": action,
+        "value": value,
+    }
+    return block
+
+
 def control_button(control: Control, request_id: str, dialog: Block | None) -> Block:
     return button(
         fit(control.label, BUTTON_TEXT), control.verb, request_id, style=control.style,

@@ -1,5 +1,10 @@
 """Messages to the bot: a mention, a DM or a reply in its thread starts or continues a turn.
 
+A message may instead answer an open question (bot/requests/replies.py): a reply in the thread
+of a request's message answers that request; another message answers the one open question
+in its conversation, or, with several, is answered with a chooser (one button per question,
+carrying the words) and settles nothing until the writer picks one.
+
 Slack may deliver one message several times: as `app_mention` and as `message` (different
 event ids), and again on Events API retries. The store's one-time claim on the message's
 channel and ts makes exactly one delivery run, on whichever worker it lands. When the store
@@ -14,15 +19,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from adapters.slack.messages import TOO_LONG_TO_CHOOSE, question_of, render_chooser
 from adapters.slack.rooms import SlackRoom
 from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape
 from bot import AIChannel
+from bot.human_input import RequestUpdate
 from bot.policies.drivers import refused_turn
-from bot.records import RequestStore, StoreUnavailableError
-from bot.requests.kinds import Verb
-from bot.requests.router import Interaction, Invalid, Router, Settled
+from bot.records import RequestRecord, RequestStore, StoreUnavailableError
+from bot.requests.replies import AskWhich, reading_of, reply_interaction
+from bot.requests.router import Invalid, Refused, Router
 from bot.turns import Post, Turns
 
 log = logging.getLogger(__name__)
@@ -109,7 +116,7 @@ class Conversations:
         if not claimed:
             return  # another delivery of this message ran (or is running) already
         user, text = event["user"], text_of(event, bot)
-        if await self._answer_question(room, user, text):
+        if await self._answer_question(event, room, user, text):
             return
         if await self._addressed(event, mentioned, room):
             await self._start_turn(room, user, text)
@@ -132,27 +139,56 @@ class Conversations:
         except StoreUnavailableError:
             return False
 
-    async def _answer_question(self, room: SlackRoom, user: str, text: str) -> bool:
-        """A thread reply answers the oldest open request there that takes replies (a
-        question) and that `user` may answer; through the router, as any answer."""
+    async def _answer_question(
+        self, event: dict[str, Any], room: SlackRoom, user: str, text: str
+    ) -> bool:
+        """Whether the message answered an open request (or asked which one it answers);
+        through the router, as any answer. From the store, not memory: the question may have
+        been asked by another worker, or by this one before a restart."""
         if not text:
             return False
-        # From the store, not memory: the question may have been asked by another worker, or
-        # by this one before a restart.
-        for request in await self.store.pending_in_room(room.room_id):
-            if not self.router.takes_replies(request):
-                continue
-            if not await self.router.may_answer(request, user):
-                continue
-            reply = Interaction(request.id, user, Verb.ANSWER, {"answer": text}, surface=SURFACE)
-            outcome = await self.router.handle(reply, request)
-            if isinstance(outcome, Invalid):  # e.g. too long: say so, privately
-                notice = "; ".join(escape(error) for error in outcome.errors.values())
-                await self.surface.tell(room.channel, user, notice, room.thread_ts or None)
-                return True
-            if isinstance(outcome, Settled):
-                return True
-        return False
+        here = await self.store.pending_in_room(room.room_id)
+        replied_to = await self._replied_to(event)
+        reading = await reading_of(self.router, user, replied_to=replied_to, here=here)
+        if reading is None:
+            return False
+        thread_ts = room.thread_ts or None
+        if isinstance(reading, AskWhich):
+            await self._ask_which(room, user, text, reading.records)
+            return True
+        reply = reply_interaction(reading.record.id, user, text, surface=SURFACE)
+        outcome = await self.router.handle(reply, reading.record)
+        if isinstance(outcome, Invalid):  # e.g. too long: say so, privately
+            notice = "; ".join(escape(error) for error in outcome.errors.values())
+            await self.surface.tell(room.channel, user, notice, thread_ts)
+        elif isinstance(outcome, Refused):  # e.g. answered a moment ago
+            await self.surface.tell(room.channel, user, outcome.notice.render(SLACK), thread_ts)
+        return True
+
+    async def _replied_to(self, event: dict[str, Any]) -> list[RequestRecord]:
+        """The open requests whose own message this message is a reply to (in its thread):
+        a request posted at the top of a channel or DM (room `slack:<channel>:`)."""
+        thread_ts = event.get("thread_ts")
+        if not thread_ts or thread_ts == event["ts"]:
+            return []
+        top = SlackRoom(event["channel"], "")
+        return [
+            record
+            for record in await self.store.pending_in_room(top.room_id)
+            if str((record.message_refs.get(SURFACE) or {}).get("ts")) == thread_ts
+        ]
+
+    async def _ask_which(
+        self, room: SlackRoom, user: str, text: str, records: tuple[RequestRecord, ...]
+    ) -> None:
+        """The chooser; if the words are too long for its buttons, say so privately."""
+        tools = self.router.tools
+        asked = [(r.id, question_of(RequestUpdate.of(r), tools.get(r.tool_name))) for r in records]
+        message = render_chooser(user, text, asked)
+        if message is None:
+            await self.surface.tell(room.channel, user, TOO_LONG_TO_CHOOSE, room.thread_ts or None)
+            return
+        await self.surface.post_message(room, message)
 
     async def _bot_in_thread(self, room: SlackRoom) -> bool:
         return bool(await self.store.load_transcript(room.room_id, self.channel.channel_id))

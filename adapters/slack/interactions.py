@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.http_limits import LOG_EVERY, Throttled
 from adapters.slack.calls import call_slack
+from adapters.slack.messages import question_of, render_chosen
 from adapters.slack.modals import notice_view, render_modal
 from adapters.slack.parse import (
     Click,
@@ -41,7 +42,7 @@ from adapters.slack.text import SLACK, escape, truncate
 from bot.human_input import RequestUpdate
 from bot.inbox import Inbox
 from bot.records import RequestStore
-from bot.requests.router import Invalid, NeedsForm, Outcome, Refused, Router
+from bot.requests.router import Invalid, NeedsForm, Outcome, Refused, Router, Settled
 from bot.requests.view import build_view
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ Later = Callable[[Coroutine[Any, Any, None]], None]
 """Runs work after the ack has been sent (SlackAdapter._later)."""
 
 _ERROR_TEXT = 150  # an inline modal error is one line under its input
+NOT_YOUR_WORDS = "This choice is for the person who wrote the message: their words, not yours."
 
 INBOX_KEY = "hitl_inbox_key"
 """The Bolt context entry holding a request's inbox key (SlackAdapter.handle sets it)."""
@@ -118,6 +120,10 @@ class Interactions:
         self.later(self._handle_click(key, click))
 
     async def _handle_click(self, key: str, click: Click) -> None:
+        if not _own_words(click):
+            self.inbox.applied(key)
+            await self._tell(click, NOT_YOUR_WORDS)
+            return
         try:
             outcome = await self.router.handle(click.interaction)
         except BaseException:
@@ -125,6 +131,7 @@ class Interactions:
             raise
         self.inbox.applied(key)
         await self._show(click, outcome)
+        await self._chosen(click, outcome)
 
     async def reapply(self, payload: dict[str, Any]) -> None:
         """A click acked by a worker that stopped before handling it: decided now. A settle
@@ -135,9 +142,12 @@ class Interactions:
         except PayloadError as err:
             log.warning("ignored a left-over block action: %s", err)
             return
+        if not _own_words(click):
+            return
         outcome = await self.router.handle(click.interaction)
         log.info("a left-over click on %s: %s", click.interaction.request_id,
                  type(outcome).__name__)  # fmt: skip
+        await self._chosen(click, outcome)
 
     async def _show(self, click: Click, outcome: Outcome) -> None:
         """The outcome, to the person who clicked."""
@@ -149,6 +159,18 @@ class Interactions:
             await self._tell(click, "; ".join(escape(e) for e in outcome.errors.values()))
         # Settled, or Voted (the votes so far): the core tells the surface, which edits the
         # message everyone sees.
+
+    async def _chosen(self, click: Click, outcome: Outcome) -> None:
+        """A chooser's click that answered its request: the chooser says which, without
+        buttons (the writer's words answered one request; they answer no other)."""
+        if click.author is None or not isinstance(outcome, Settled):
+            return
+        if click.channel_id is None or click.message_ts is None:
+            return
+        record = outcome.record
+        question = question_of(RequestUpdate.of(record), self.router.tools.get(record.tool_name))
+        await self.surface.edit_message(click.channel_id, click.message_ts,
+                                        render_chosen(question))  # fmt: skip
 
     async def _open_form(self, click: Click, outcome: NeedsForm) -> None:
         record = outcome.record
@@ -190,6 +212,12 @@ class Interactions:
             await ack(response_action="update", view=notice_view(outcome.notice.render(SLACK)))
         else:  # Settled or Voted (a submission never needs another form): the modal closes
             await ack()
+
+
+def _own_words(click: Click) -> bool:
+    """A chooser's button answers with its writer's words: only they may click it (anyone
+    else could otherwise answer, in their own name, with what someone else wrote)."""
+    return click.author is None or click.author == click.interaction.user_id
 
 
 def modal_errors(outcome: Invalid, submission: Submission) -> dict[str, str]:

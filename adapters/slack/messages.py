@@ -23,6 +23,7 @@ from adapters.slack.blocks import (
     header,
     plain,
     section,
+    section_button,
     select_option,
 )
 from adapters.slack.scheme import (
@@ -31,6 +32,8 @@ from adapters.slack.scheme import (
     action_id,
     actions_block_id,
     check_request_id,
+    reply_action_id,
+    reply_value,
 )
 from adapters.slack.text import (
     BUTTON_TEXT,
@@ -159,3 +162,45 @@ def _select(control: Control, options: Sequence[Option], request_id: str) -> Blo
         "placeholder": plain(fit(control.label, PLACEHOLDER - 1) + "…", PLACEHOLDER),
         "options": [select_option(o) for o in options[:SELECT_OPTIONS]],
     }
+
+
+# -- a chooser: which request a message answers (bot/requests/replies.py) ----------------------
+
+CHOOSER_SHOWN = 20  # requests a chooser lists, each a section of a message's 50 blocks
+_QUESTION = 300  # a request's question, as a chooser shows it
+_WORDS = 200  # the writer's words, shown above the choices
+_ASK_WHICH = "Which question does your message answer?"
+TOO_LONG_TO_CHOOSE = (
+    "Your message could answer more than one open question here, and it is too long to be "
+    "held while you choose. Reply in the thread of the question it answers instead."
+)
+
+
+def question_of(update: RequestUpdate, tool: HumanTool | None = None) -> str:
+    """What a request asks, in a line: its gist (a question's text), else its title."""
+    view = build_view(update, tool)
+    return view.gist or view.title
+
+
+def render_chooser(author: str, text: str, asked: Sequence[tuple[str, str]]) -> SlackMessage | None:
+    """A message asking `author` which of the requests `asked` (id, question) their words
+    `text` answer: one button each, carrying the words (None when they are too long for a
+    button's value). The first CHOOSER_SHOWN are listed; the rest can be answered in their
+    own threads."""
+    rows = []
+    for n, (request_id, question) in enumerate(asked[:CHOOSER_SHOWN], 1):
+        value = reply_value(request_id, author, text)
+        if value is None:
+            return None
+        rows.append(section_button(fit(question, _QUESTION), "Answer this", reply_action_id(n),
+                                   value))  # fmt: skip
+    more = len(asked) - len(rows)
+    rest = f"…and {more} more: to answer one of those, reply in the thread of its message."
+    blocks = [section(f"*{_ASK_WHICH}*"), context(f"You wrote: {fit(text, _WORDS)}"), *rows]
+    return SlackMessage(_ASK_WHICH, blocks + ([context(rest)] if more > 0 else []))
+
+
+def render_chosen(question: str) -> SlackMessage:
+    """The chooser once a choice answered a request: which one, and no buttons."""
+    said = f":white_check_mark: Your message answered: {fit(question, _QUESTION)}"
+    return SlackMessage(truncate(said, _NOTIFICATION_TEXT), [section(said)])

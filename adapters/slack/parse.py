@@ -12,6 +12,7 @@ read must have the types Slack sends (Bolt indexes and compares them as they com
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,9 +24,11 @@ from adapters.slack.scheme import (
     ACTIONS_BLOCK_PREFIX,
     LEGACY_VERBS,
     MODAL_CALLBACK_PREFIX,
+    REPLY_ACTION,
     SURFACE,
 )
 from bot.requests.kinds import Verb
+from bot.requests.replies import reply_interaction
 from bot.requests.router import Interaction
 
 CHOICE_INPUT = "choice"  # the choice form's one field (bot/requests/kinds.py `choice_form`)
@@ -44,6 +47,7 @@ class Click:
     channel_id: str | None
     message_ts: str | None
     thread_ts: str | None
+    author: str | None = None  # a chooser's: who wrote the words its button answers with
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,23 +112,53 @@ def _clicked(action: dict[str, Any]) -> tuple[str, Verb, dict[str, Any], bool]:
     return block_id.removeprefix(ACTIONS_BLOCK_PREFIX), verb, {CHOICE_INPUT: value}, True
 
 
-def parse_block_action(body: Mapping[str, Any]) -> Click:
-    """The click in a `block_actions` body; PayloadError when it is not one of ours."""
-    request_id, verb, inputs, submitted = _clicked(_our_action(body))
+_REPLY = re.compile(rf"^{REPLY_ACTION}_[0-9]{{1,3}}$")
+
+
+def _reply(action: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(request id, writer, words) a chooser's button carries (scheme.reply_value)."""
+    try:
+        value = json.loads(str(action.get("value") or ""))
+    except ValueError:
+        value = None
+    fields = [value.get(k) if isinstance(value, dict) else None for k in ("request", "by", "text")]
+    if not all(isinstance(f, str) and f for f in fields):
+        raise PayloadError("a chooser's button without its request, writer and words")
+    request_id, author, text = (str(f) for f in fields)
+    return request_id, author, text
+
+
+def _interaction(
+    action: dict[str, Any], user_id: str, name: str | None
+) -> tuple[Interaction, str | None]:
+    """The interaction a click is, and for a chooser's button, whose words it answers with."""
+    if _REPLY.match(str(action["action_id"]).removeprefix(ACTION_PREFIX)):
+        request_id, author, text = _reply(action)
+        return reply_interaction(request_id, user_id, text, surface=SURFACE, name=name), author
+    request_id, verb, inputs, submitted = _clicked(action)
     if not request_id:
         raise PayloadError("click without a request id")
+    interaction = Interaction(
+        request_id, user_id, verb, inputs, submitted=submitted, surface=SURFACE, name=name
+    )
+    return interaction, None
+
+
+def parse_block_action(body: Mapping[str, Any]) -> Click:
+    """The click in a `block_actions` body; PayloadError when it is not one of ours."""
+    action = _our_action(body)
     user_id, name = _user(body)
+    interaction, author = _interaction(action, user_id, name)
     container, message = _dict(body.get("container")), _dict(body.get("message"))
     channel = _text(_dict(body.get("channel")).get("id")) or _text(container.get("channel_id"))
     return Click(
-        interaction=Interaction(
-            request_id, user_id, verb, inputs, submitted=submitted, surface=SURFACE, name=name
-        ),
+        interaction=interaction,
         trigger_id=_text(body.get("trigger_id")) or "",
         channel_id=channel,
         message_ts=_text(container.get("message_ts")) or _text(message.get("ts")),
         # A message posted in a thread carries its parent's ts; the thread is the room.
         thread_ts=_text(message.get("thread_ts")) or _text(container.get("thread_ts")),
+        author=author,
     )
 
 

@@ -5,12 +5,17 @@
 - a choice shown as a `static_select` is `hitl_choose`: its option's `value` is the option's
   and the request id travels in its actions block's `block_id`, `hitl_actions:<request id>`;
 - a modal's `callback_id` is `hitl_modal:<verb>`, its `private_metadata` the request id, and
-  each input's `block_id` (and `action_id`) the form field's name.
+  each input's `block_id` (and `action_id`) the form field's name;
+- a chooser's button (a message that could answer several requests: which one?) is
+  `hitl_reply_<n>`, its `value` the JSON `{"request", "by", "text"}`: the request it answers,
+  who wrote the message and what they wrote (`reply_value`).
 """
 
 from __future__ import annotations
 
-from adapters.slack.text import BLOCK_ID, BUTTON_VALUE, PRIVATE_METADATA
+import json
+
+from adapters.slack.text import BLOCK_ID, BUTTON_VALUE, PRIVATE_METADATA, length
 from bot.requests.kinds import Verb
 
 SURFACE = "slack"  # the surface's name in audit lines and message references
@@ -19,6 +24,7 @@ ACTIONS_BLOCK_PREFIX = "hitl_actions:"
 MODAL_CALLBACK_PREFIX = "hitl_modal:"
 CHOICE_FORM = "choice"  # the form of a choice control (bot/requests/kinds.py `choice_form`)
 MAX_OPTION_BUTTONS = 5  # more options than this become a static_select
+REPLY_ACTION = "reply"  # a chooser's buttons: `hitl_reply_<n>`
 
 # Action ids and modal names of messages posted before the verbs were the core's, still read
 # back: a request posted by an older version of the bridge can be answered after an upgrade.
@@ -55,3 +61,17 @@ def check_request_id(request_id: str) -> None:
         or request_id != request_id.strip()
     ):
         raise ValueError(f"unusable request id for Slack: {request_id[:40]!r}")
+
+
+def reply_action_id(n: int) -> str:
+    return f"{ACTION_PREFIX}{REPLY_ACTION}_{n}"
+
+
+def reply_value(request_id: str, author: str, text: str) -> str | None:
+    """A chooser button's value: the request, the writer and their words; None when it would
+    not fit a button's value (Slack's 2,000 characters: a chooser cannot carry the words)."""
+    value = json.dumps(
+        {"request": request_id, "by": author, "text": text},
+        ensure_ascii=False, separators=(",", ":"),
+    )  # fmt: skip
+    return value if length(value) <= BUTTON_VALUE else None

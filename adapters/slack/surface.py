@@ -84,7 +84,7 @@ class SlackSurface:
 
     async def edit(self, ref: Ref, update: RequestUpdate) -> bool:
         message = render_message(update, self.tools.get(update.tool_name))
-        return await self._edit(ref["channel"], ref["ts"], message)
+        return await self.edit_message(ref["channel"], ref["ts"], message)
 
     async def keep(self, update: RequestUpdate, ref: Ref) -> Ref:
         if update.copy:
@@ -123,7 +123,17 @@ class SlackSurface:
         )
         return str(response["ts"])
 
-    async def _edit(self, channel: str, ts: str, message: SlackMessage) -> bool:
+    async def post_message(self, room: SlackRoom, message: SlackMessage) -> None:
+        """A message of ours other than a request's (a chooser), in the room."""
+        await call_slack(
+            lambda: self.client.chat_postMessage(
+                channel=room.channel, thread_ts=room.thread_ts or None, text=message.text,
+                blocks=message.blocks,
+            ),
+            "chat.postMessage",
+        )  # fmt: skip
+
+    async def edit_message(self, channel: str, ts: str, message: SlackMessage) -> bool:
         response = await call_slack(
             lambda: self.client.chat_update(
                 channel=channel, ts=ts, text=message.text, blocks=message.blocks
