@@ -133,7 +133,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         settings = settings.model_copy(update={"agent_file": Path(args.agent)})
     if args.command == "demo":
         from adapters.console.demo import run_demo
-        from adapters.console.surface import StdioTerminal
+        from adapters.console.stdio import StdioTerminal
 
         return await run_demo(settings, StdioTerminal(), args.message)
     if args.command == "serve":

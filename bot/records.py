@@ -406,6 +406,14 @@ class RequestStore(Protocol):
         """Let every run of `owner` lapse now (a graceful shutdown): others adopt them."""
         ...
 
+    async def seize_run(
+        self, room_id: str, channel_id: str, owner: str, lease_until: datetime
+    ) -> bool:
+        """Take the room's open run from whoever holds it, lease lapsed or not; True if there
+        was one. Only for a process that is its rooms' one worker (the console demo): a
+        holder still alive would go on running the turn beside the new owner."""
+        ...
+
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
         """Active runs whose lease lapsed: their worker is gone."""
         ...

@@ -75,6 +75,17 @@ class RunLeases:
             self._held += 1
         return won
 
+    async def take_over(self, room_id: str, channel_id: str) -> bool:
+        """Take the room's open run even from a holder whose lease has not lapsed; True if
+        there was one, to resume. For the console demo only, which is the one worker of its
+        terminal's room: its open run is one a killed demo left, and waiting out that lease
+        would leave the person at the keyboard before a silent terminal. `serve` shares its
+        rooms between workers and adopts only lapsed runs (`adopt`)."""
+        won = await self.store.seize_run(room_id, channel_id, self.worker_id, self._lease_until())
+        if won:
+            self._held += 1
+        return won
+
     async def finish(self, room_id: str, channel_id: str) -> None:
         self._held = max(self._held - 1, 0)
         await self.store.finish_run(room_id, channel_id, self.worker_id)

@@ -1,6 +1,7 @@
 """Ask a person through the bridge's HTTP API with bot.client.
 
-    HITL_URL=http://localhost:8080 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
+    pip install -e .   # from the repository's root
+    HITL_URL=http://localhost:3000 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
         python examples/client_quickstart.py
 
 HITL_TO is who is asked (slack:<user or channel>, teams:<conversation>, email:<address>).

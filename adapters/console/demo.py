@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import logging
 
@@ -14,10 +15,10 @@ from adapters.agent import (
 )
 from adapters.console.surface import ConsoleSurface, Terminal, room_of
 from adapters.settings import Settings
-from bot import AIChannel, AnthropicAIProvider, Bridge
+from bot import AIChannel, AnthropicAIProvider, Bridge, RequestUpdate
 from bot.access import AnswerPolicy
 from bot.requests.router import Router
-from bot.store import open_store
+from bot.store import SqlStore, open_store
 from bot.tools.gates import approval_gate
 from bot.tools.grants import Grants
 
@@ -55,11 +56,21 @@ async def run_demo(settings: Settings, terminal: Terminal, message: str | None =
     )
     surface = ConsoleSurface(router, terminal, user=user)
     bridge.attach(surface)
+    room = room_of(user)
+    # Before the bridge starts adopting lapsed runs: this one is the demo's to resume now.
+    assert bridge.runs is not None  # a store brings runs
+    left_open = await bridge.runs.take_over(room, channel.channel_id)
     await bridge.start()
     kind = "Anthropic API" if isinstance(provider, AnthropicAIProvider) else "scripted model"
     terminal.write(f"hitl-bridge demo — {kind}, store {settings.database_url}")
+    interrupted = False
     try:
+        if left_open:
+            await _resume(channel, surface, store, user)
         await _converse(channel, surface, user, message)
+    except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels this task, then exits 130
+        interrupted = True
+        raise
     finally:
         await surface.close()
         await bridge.close()
@@ -67,7 +78,30 @@ async def run_demo(settings: Settings, terminal: Terminal, message: str | None =
         if isinstance(provider, AnthropicAIProvider):
             await provider.close()
         await store.close()
+        if interrupted:  # after the store closed: every withdrawal has been told by now
+            terminal.write(f"demo stopped (Ctrl-C): {_requests(surface.withdrawn)} withdrawn")
     return 0
+
+
+async def _resume(channel: AIChannel, surface: ConsoleSurface, store: SqlStore, user: str) -> None:
+    """Carry on the run a demo killed mid-turn left open, asking again what it had asked: a
+    resumed wait is not announced anew (a chat message would still show it), a terminal must."""
+    room = room_of(user)
+    waiting = await store.pending_in_room(room)
+    surface.terminal.write(
+        f"resuming the turn a stopped demo left open ({_requests(len(waiting))} waiting)"
+    )
+    for record in waiting:
+        surface.ask(RequestUpdate.of(record))
+
+    async def show(reply: str) -> None:
+        await surface.say(room, reply)
+
+    await channel.resume(room, actor_id=user, on_text=show)
+
+
+def _requests(count: int) -> str:
+    return f"{count} open request{'' if count == 1 else 's'}"
 
 
 async def _converse(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,19 +51,6 @@ class Terminal(Protocol):
         ...
 
     def write(self, text: str) -> None: ...
-
-
-class StdioTerminal:
-    """Standard input and output; reads run in a thread so the event loop keeps going."""
-
-    async def read_line(self, prompt: str) -> str | None:
-        self.write(f"{prompt}> ", end="")
-        line = await asyncio.to_thread(sys.stdin.readline)
-        return line.rstrip("\n") if line else None
-
-    def write(self, text: str, end: str = "\n") -> None:
-        sys.stdout.write(text + end)
-        sys.stdout.flush()
 
 
 SURFACE = "console"
@@ -111,17 +97,34 @@ class ConsoleSurface:
         self.user = user
         self._queue: asyncio.Queue[RequestUpdate] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
+        # Calls announced as "Preparing…" and not asked yet: a call cut while asked is told
+        # as withdrawn twice (as a request and as an announced call); the console says it once.
+        self._announced: set[str] = set()
+        self.withdrawn = 0  # requests whose wait was cut (a Ctrl-C), as told here
 
     def view(self, update: RequestUpdate) -> RequestView:
         return build_view(update, self.router.tools.get(update.tool_name))
 
     async def observe(self, update: RequestUpdate) -> None:
-        if update.state is RenderState.EXECUTING and not update.shown_again:  # asked once
-            self._queue.put_nowait(update)
-            if self._worker is None:
-                self._worker = asyncio.create_task(self._ask_in_turn())
-        else:
-            self.terminal.write(draw(self.view(update)))
+        if update.state is RenderState.IN_PROGRESS:
+            self._announced.add(update.tool_call_id)
+        elif not update.pending_id:  # an announced call that was not asked ...
+            if update.tool_call_id not in self._announced:
+                return  # ... or was after all, and its withdrawal is told as a request's
+            self._announced.discard(update.tool_call_id)
+        elif update.state is RenderState.EXECUTING and not update.shown_again:  # asked once
+            self._announced.discard(update.tool_call_id)
+            self.ask(update)
+            return
+        elif update.state is RenderState.CANCELLED and not update.settled_by:
+            self.withdrawn += 1
+        self.terminal.write(draw(self.view(update)))
+
+    def ask(self, update: RequestUpdate) -> None:
+        """Ask an open request after those already waiting their turn."""
+        self._queue.put_nowait(update)
+        if self._worker is None:
+            self._worker = asyncio.create_task(self._ask_in_turn())
 
     async def say(self, room_id: str, text: str) -> None:
         self.terminal.write(agent_lines(text))

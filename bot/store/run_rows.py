@@ -29,6 +29,12 @@ RELEASE_RUNS = (
     .where(runs.c.owner == bindparam("b_owner"), runs.c.active.is_(True))
     .values(lease_until=bindparam("b_now"))
 )
+SEIZE_RUN = (
+    update(runs)
+    .where(*_RUN_KEY, runs.c.active.is_(True))
+    .values(owner=bindparam("b_owner"), lease_until=bindparam("b_lease"),
+            updated_at=bindparam("b_now"))
+)  # fmt: skip
 ORPHANED_RUNS = (
     select(runs)
     .where(runs.c.active.is_(True), runs.c.lease_until < bindparam("now"))

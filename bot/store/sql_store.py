@@ -369,6 +369,13 @@ class SqlStore:
             count, run_rows.RELEASE_RUNS, {"b_owner": owner, "b_now": now}
         )
 
+    async def seize_run(
+        self, room_id: str, channel_id: str, owner: str, lease_until: datetime
+    ) -> bool:
+        values = {"b_room": room_id, "b_channel": channel_id, "b_owner": owner,
+                  "b_lease": lease_until, "b_now": datetime.now(UTC)}  # fmt: skip
+        return bool(await self._lanes.write_alone(count, run_rows.SEIZE_RUN, values))
+
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
         rows = await self._lanes.read(every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit})
         return [run_rows.run_of(row) for row in rows]

@@ -1,7 +1,8 @@
 """A LangGraph graph that pauses for a person: its `review` node calls `interrupt()`, the
 bridge asks the person (in Slack or Teams), and the graph resumes with `Command(resume=answer)`.
 
-    HITL_URL=http://localhost:8080 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
+    pip install -e . 'langgraph>=1.0'   # from the repository's root
+    HITL_URL=http://localhost:3000 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
         python examples/langgraph/graph.py
 
 The graph drafts a release note, asks the person what to change, and writes the final note

@@ -1,7 +1,8 @@
 """An OpenAI Agents SDK agent whose `deploy` tool needs a person's approval, given in Slack or
 Teams through the bridge.
 
-    HITL_URL=http://localhost:8080 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
+    pip install -e . 'openai-agents>=0.24'   # from the repository's root
+    HITL_URL=http://localhost:3000 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
         python examples/openai_agents/agent.py
 
 `deploy` is a function tool with `needs_approval=True`: the SDK stops the run before calling

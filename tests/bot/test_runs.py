@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from bot import AIChannel, AnthropicAIProvider, Bridge, HumanInputToolHandler, RenderState
+from bot.runs import RunLeases
 from bot.store import SqlStore, open_store
 from tests.bot.conftest import watch, within
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
@@ -60,4 +61,23 @@ async def test_a_new_message_first_finishes_the_round_its_worker_left(
     last_user = fake.requests[-1].body["messages"][-1]["content"]
     assert {"type": "text", "text": "Any news?"} in last_user
     await second.close()
+    await store.close()
+
+
+async def test_take_over_takes_an_open_run_from_a_live_holder_and_only_an_open_one(
+    sqlite_url: str,
+) -> None:
+    """The console demo's take-over; `serve`'s workers still wait for a lease to lapse."""
+    store = await open_store(sqlite_url)
+    killed = RunLeases(store, worker_id="killed-demo", lease_seconds=3600.0)
+    restarted = RunLeases(store, worker_id="restarted-demo", lease_seconds=3600.0)
+    assert await killed.acquire("console:ann", "console", "ann", patience=0)
+    assert not await restarted.acquire("console:ann", "console", "ann", patience=0)
+    assert await restarted.orphans() == []  # not lapsed: no worker of `serve` adopts it
+
+    assert await restarted.take_over("console:ann", "console")
+    assert not await killed.acquire("console:ann", "console", "ann", patience=0)  # now taken
+    await restarted.finish("console:ann", "console")
+    assert not await restarted.take_over("console:ann", "console")  # idle: nothing to resume
+    assert not await restarted.take_over("console:bob", "console")  # never run
     await store.close()

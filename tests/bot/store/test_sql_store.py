@@ -546,3 +546,17 @@ def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
 async def test_schema_revision_is_current(store: SqlStore) -> None:
     assert await store.current_revision() == "0017"
     assert await store.schema_revision_ok()
+
+
+async def test_seize_run_takes_an_active_run_from_a_live_owner_and_nothing_else(
+    store: SqlStore,
+) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert await store.claim_run("console:ann", "console", "killed", "ann", later)
+    assert not await store.claim_run("console:ann", "console", "restarted", "ann", later)
+    assert await store.seize_run("console:ann", "console", "restarted", later)
+    assert await store.orphaned_runs(datetime.now(UTC)) == []  # the lease is the new owner's
+    assert not await store.claim_run("console:ann", "console", "killed", "ann", later)
+    await store.finish_run("console:ann", "console", "restarted")
+    assert not await store.seize_run("console:ann", "console", "restarted", later)  # idle
+    assert not await store.seize_run("console:bob", "console", "restarted", later)  # no row
