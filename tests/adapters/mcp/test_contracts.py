@@ -87,8 +87,10 @@ async def test_an_expired_permission_prompt_names_no_internal_tool(bridge: Serve
         async with asyncio.timeout(WAIT):
             result = await prompt
     denied = json.loads(text(result))
-    assert denied == {"behavior": "deny",
-                      "message": "Expired: No answer within 1s to the permission prompt"}
+    assert denied == {
+        "behavior": "deny",
+        "message": "Expired: No answer within 1s to the permission prompt",
+    }
     body = await bridge.doors.get(bridge.name, view.request_id)
     assert body["reason"] == "No answer within 1s to the permission prompt"
 
