@@ -31,6 +31,7 @@ from bot.audit_chain import seal_chain
 from bot.records import Grant, StoreUnavailableError
 from bot.store import SqlStore, open_store, upgrade
 from bot.tools.grants import GrantError, Grants, shown_scope
+from bot.visible_text import VisibleLogText
 
 ARGUMENTS_SHOWN = 120  # characters of a pending request's arguments that `pending` prints
 AGENT_HELP = "the agent file: prompt, model, human tools, MCP servers (default HITL_AGENT_FILE)"
@@ -108,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # a model's or client's words quoted in a line
+        if not any(isinstance(f, VisibleLogText) for f in handler.filters):
+            handler.addFilter(VisibleLogText())
     bolt = logging.getLogger("slack_bolt.AsyncApp")
     if not any(isinstance(f, _NotOurMistake) for f in bolt.filters):
         bolt.addFilter(_NotOurMistake())

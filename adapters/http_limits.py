@@ -14,7 +14,8 @@ The policy (DESIGN.md §10; issue 9), for Slack's, Teams' and every later route:
   cut, without a response (a client trickling its body holds nothing of ours for longer);
 - aiohttp's own refusals of malformed HTTP (before any route, or while it drains the unread
   body of a refused request, for up to 10 s) are logged the same way
-  (`quiet_protocol_errors`), not as aiohttp's tracebacks at ERROR;
+  (`quiet_protocol_errors`), not as aiohttp's tracebacks at ERROR; neither the line nor the
+  response (`AppRunner`) quotes the request: no header value is ever echoed;
 - each of these is one WARNING line at most every `LOG_EVERY` seconds per kind (the next one
   says how many were left out), never a traceback: a flood of garbage writes a few lines;
 - **no 500 from any input.** What a handler did not expect is answered by `guard` (the last
@@ -32,16 +33,31 @@ import secrets
 import time
 import traceback
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_exceptions import (
+    BadHttpMethod,
+    BadStatusLine,
+    ContentEncodingError,
+    ContentLengthError,
+    DecompressSizeError,
+    HttpProcessingError,
+    InvalidHeader,
+    InvalidURLError,
+    LineTooLong,
+    TransferEncodingError,
+)
 from aiohttp.typedefs import Middleware
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
 __all__ = [
     "BODY_TIMEOUT",
     "LOG_EVERY",
+    "AppRunner",
     "BodyTooLarge",
     "Throttled",
     "guard",
@@ -143,9 +159,63 @@ class _ProtocolErrors(logging.Filter):
         if not isinstance(error, HttpProcessingError):
             return True  # anything else of aiohttp's is logged as it is
         self.lines.warning("aiohttp refused a malformed request (%d): %s [%s]",
-                           error.code or 400, one_line(error.message or type(error).__name__),
+                           error.code or 400, what_was_malformed(error),
                            one_line(record.getMessage(), 100))  # fmt: skip
         return False
+
+
+# What aiohttp's refusals are, in words of ours: their messages quote what was sent (the first
+# 100 bytes of an oversized header, an Authorization header's token with them).
+_MALFORMED = (
+    (LineTooLong, "a request line or header over the size limit"),
+    (InvalidHeader, "an invalid header"),
+    (BadHttpMethod, "not an HTTP method"),
+    (BadStatusLine, "an invalid request line"),
+    (InvalidURLError, "an invalid URL"),
+    (ContentEncodingError, "a body in a Content-Encoding it cannot decode"),
+    (TransferEncodingError, "a body in a Transfer-Encoding it cannot read"),
+    (ContentLengthError, "a body shorter than its Content-Length"),
+    (DecompressSizeError, "a body that decompresses to more than allowed"),
+)
+
+
+def what_was_malformed(error: HttpProcessingError) -> str:
+    """What aiohttp refused, never quoting the request (see `_MALFORMED`)."""
+    return next((said for kind, said in _MALFORMED if isinstance(error, kind)),
+                type(error).__name__)  # fmt: skip
+
+
+class _NoEchoHandler(RequestHandler):
+    """aiohttp's protocol of one connection, whose refusal of malformed HTTP (a 400, 413 or
+    431 written before any route) says its status only: aiohttp's own message quotes what was
+    sent, up to 100 bytes of a header's value."""
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if status != 500 and message is not None:
+            message = f"{status} {HTTPStatus(status).phrase}"
+        return super().handle_error(request, status, exc, message)
+
+
+class _NoEchoServer(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _NoEchoHandler(self, loop=self._loop, **self._kwargs)
+
+
+class AppRunner(web.AppRunner):
+    """aiohttp's AppRunner, its connections `_NoEchoHandler`s: what aiohttp refuses before
+    any route is answered without quoting the request. (aiohttp offers no hook for the
+    handler's class: the server it makes is given this class, which only makes handlers.)"""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _NoEchoServer
+        return server
 
 
 _installed: list[_ProtocolErrors] = []

@@ -15,6 +15,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from adapters.admin.app import AdminConsole, open_console
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.doors import DoorService, open_doors
+from adapters.http_limits import AppRunner
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
 from adapters.server import build_web_app
@@ -199,7 +200,7 @@ class Server:
             mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
+        runner = AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
         await runner.setup()
         server = cls(settings, service, runner)
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import secrets
@@ -30,6 +31,7 @@ from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import HumanTool
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
 from bot.tools import approvals
+from bot.visible_text import visible_values
 
 log = logging.getLogger(__name__)
 
@@ -183,10 +185,14 @@ class Doors:
         row = Asked(
             request_id=secrets.token_hex(12), requester=requester, address=address.text,
             created_at=datetime.now(UTC), idempotency_key=ask.idempotency_key,
-            callback_url=ask.callback_url,
+            callback_url=ask.callback_url, body_hash=body_hash(ask, arguments),
         )  # fmt: skip
         kept = await self.store.reserve_door(row)
         if kept.request_id != row.request_id:  # the same key asked before: that request
+            if kept.body_hash is not None and kept.body_hash != row.body_hash:
+                key = (ask.idempotency_key or "")[:200]
+                why = f"'{key}' was used before with a different request body"
+                raise DoorError(f"idempotency_key {why}", 409, {"idempotency_key": why})
             return await self.get(requester, kept.request_id), False
         try:
             await self.handler.create_detached(
@@ -308,14 +314,24 @@ class Doors:
 _OPEN = (RenderState.IN_PROGRESS, RenderState.EXECUTING)
 
 
+def body_hash(ask: Ask, arguments: Mapping[str, Any]) -> str:
+    """The SHA-256 of what `ask` asks (all but its idempotency key), as canonical JSON: the
+    same request asked again has the same hash, whatever its keys' order or its spacing."""
+    asked = {"tool": ask.tool, "arguments": arguments, "to": ask.to,
+             "timeout_seconds": ask.timeout_seconds, "callback_url": ask.callback_url}  # fmt: skip
+    canonical = json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _pending(record: RequestRecord | None) -> bool:
     return record is None or record.status is RequestStatus.PENDING
 
 
 def _validated(tool: HumanTool, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments as the tool's model reads them; DoorError with each bad field."""
+    """The arguments as the tool's model reads them (and as people will: `visible`, so a
+    limit counts what is shown); DoorError with each bad field."""
     try:
-        model = tool.arguments.model_validate(arguments)
+        model = tool.arguments.model_validate(visible_values(arguments))
     except ValidationError as err:
         errors = {".".join(str(p) for p in e["loc"]) or "arguments": e["msg"] for e in err.errors()}
         listed = "; ".join(f"{k}: {v}" for k, v in errors.items())

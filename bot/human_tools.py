@@ -89,6 +89,7 @@ from bot.tool_models import (
     form_answer_model as form_answer_model,
 )
 from bot.tools import AITool
+from bot.visible_text import visible_values
 
 # -- the tool spec ------------------------------------------------------------------------
 
@@ -112,9 +113,10 @@ class HumanTool:
         return AITool(name=self.name, description=self.description, parameters=schema)
 
     def parse_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The validated arguments, or ToolRefusedError with what is wrong."""
+        """The validated arguments, or ToolRefusedError with what is wrong. Validated as
+        people will read them (`visible`): a limit counts what is shown."""
         try:
-            model = self.arguments.model_validate(arguments)
+            model = self.arguments.model_validate(visible_values(arguments))
         except ValidationError as err:
             raise ToolRefusedError(f"Invalid arguments for '{self.name}': {_brief(err)}") from err
         return model.model_dump(mode="json", exclude_none=True)

@@ -299,6 +299,9 @@ class Asked:
     created_at: datetime
     idempotency_key: str | None = None
     callback_url: str | None = None
+    # The SHA-256 of the body asked with the idempotency key: the key reused with another body
+    # is a client's mistake, refused (None on rows from before 0019, compared with nothing).
+    body_hash: str | None = None
 
 
 class RequestStore(Protocol):

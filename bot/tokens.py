@@ -45,6 +45,14 @@ class TokenError(ValueError):
     """A token that cannot be made or revoked: `str(err)` says why, in one line."""
 
 
+def bearer(authorization: str | None) -> str | None:
+    """The token an `Authorization` header's value presents: `Bearer <token>`, the scheme in
+    any case (RFC 7235: auth schemes are case-insensitive); None for any other value."""
+    scheme, _, presented = (authorization or "").strip().partition(" ")
+    token = presented.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 

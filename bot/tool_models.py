@@ -33,10 +33,18 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _Args(_Model):
+    """A tool's arguments, as the model or a door's client wrote them: strict, so a number is
+    a number (not `true`, not "100") and a flag a boolean. Answers stay lax: surfaces submit
+    a form's inputs as text."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
 # -- arguments and answers of the built-in tools ------------------------------------------
 
 
-class AskUserQuestionArgs(_Model):
+class AskUserQuestionArgs(_Args):
     question: Annotated[Text, _about("The question, as the person will read it.")]
 
 
@@ -44,7 +52,7 @@ class AskUserQuestionAnswer(_Model):
     answer: Annotated[str, Field(min_length=1)]
 
 
-class RequestApprovalArgs(_Model):
+class RequestApprovalArgs(_Args):
     action: Annotated[Text, _about("What you will do once approved, precisely.")]
     reason: Annotated[Text, _about("Why the action is needed.")]
 
@@ -56,7 +64,7 @@ class RequestApprovalAnswer(_Model):
     approved_by: list[str] | None = None
 
 
-class SelectOptionArgs(_Model):
+class SelectOptionArgs(_Args):
     question: Annotated[Text, _about("What the person is choosing.")]
     options: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=500)]],
@@ -78,7 +86,7 @@ _WITH_OPTIONS = ("choice", "choices")
 _NUMERIC = ("number", "integer")
 
 
-class DataField(_Model):
+class DataField(_Args):
     name: Annotated[
         str,
         _about("The answer's key for this field.", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"),
@@ -112,7 +120,7 @@ class DataField(_Model):
         return self
 
 
-class CollectUserDataArgs(_Model):
+class CollectUserDataArgs(_Args):
     fields: Annotated[
         list[DataField], _about("The form's fields, in order (1 to 20).", min_length=1,
                                 max_length=20)
@@ -129,7 +137,7 @@ class CollectUserDataArgs(_Model):
         return fields
 
 
-class UploadFileArgs(_Model):
+class UploadFileArgs(_Args):
     purpose: Annotated[Text, _about("What the file is for.")]
     acceptedTypes: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=50)]],
@@ -143,7 +151,7 @@ class UploadFileAnswer(_Model):
     url: str
 
 
-class ConfirmActionArgs(_Model):
+class ConfirmActionArgs(_Args):
     title: Annotated[str, _about("A short title.", min_length=1, max_length=200)]
     message: Annotated[Text, _about("What the person confirms, and what follows from it.")]
     severity: Annotated[

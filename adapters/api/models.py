@@ -12,9 +12,10 @@ Status = Literal["pending", "answered", "declined", "expired", "cancelled", "und
 
 
 class CreateRequest(BaseModel):
-    """`POST /api/v1/requests`: ask a person."""
+    """`POST /api/v1/requests`: ask a person. Strict: a number is a number (not `true`, not
+    "100"), a string a string."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     tool: str = Field(min_length=1, max_length=100, description="A human tool's name")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments")
@@ -24,12 +25,13 @@ class CreateRequest(BaseModel):
         "teams:<conversation id>[/<AAD object id>] or email:<address>",
     )  # fmt: skip
     timeout_seconds: float | None = Field(
-        default=None, gt=0, description="How long the person has (the bridge's default if absent)"
-    )
+        default=None, gt=0, allow_inf_nan=False,
+        description="How long the person has (the bridge's default if absent)",
+    )  # fmt: skip
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=200,
-        description="The same key from the same token returns the first request, never a "
-        "second one",
+        description="The same key from the same token with the same body returns the first "
+        "request, never a second one; with another body it is refused (409)",
     )  # fmt: skip
     callback_url: str | None = Field(
         default=None, max_length=2000,
@@ -64,6 +66,6 @@ class RequestPage(BaseModel):
 class ApiError(BaseModel):
     """Every error the API answers with: a code, one line, and the invalid fields."""
 
-    error: Literal["unauthorized", "invalid", "not_found", "too_large", "unavailable"]
+    error: Literal["unauthorized", "invalid", "not_found", "conflict", "too_large", "unavailable"]
     message: str
     fields: dict[str, str] = Field(default_factory=dict)

@@ -14,6 +14,7 @@ REF = "#/components/schemas/{model}"
 ERRORS = {
     "400": "Invalid input: `fields` names each invalid field",
     "401": "No valid bearer token",
+    "409": "The idempotency key was used before with a different body",
     "413": "The body is too large",
     "503": "The bridge cannot reach its database now",
 }
@@ -51,7 +52,7 @@ def _paths() -> dict[str, Any]:
                 "responses": _responses({
                     "201": _json(_ref("RequestOut"), "The new request"),
                     "200": _json(_ref("RequestOut"), "The request made earlier with this key"),
-                }, "400", "401", "413", "503"),
+                }, "400", "401", "409", "413", "503"),
             },
             "get": {
                 "operationId": "listRequests", "summary": "The token's requests, newest first",

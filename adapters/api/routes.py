@@ -22,7 +22,7 @@ from adapters.api.openapi import openapi_document
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from bot.doors import MAX_WAIT, Ask, DoorError, Doors, RequestBody
 from bot.records import StoreUnavailableError
-from bot.tokens import Tokens
+from bot.tokens import Tokens, bearer
 
 log = logging.getLogger(__name__)
 
@@ -99,16 +99,16 @@ class ApiDoor:
         self, request: web.Request, run: Callable[[str], Awaitable[web.Response]]
     ) -> web.Response:
         """Authenticate, then `run(requester)`; its errors as ApiError bodies."""
-        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+        presented = bearer(request.headers.get("Authorization"))
         try:
-            token = await self.tokens.check(presented.strip()) if scheme == "Bearer" else None
+            token = await self.tokens.check(presented) if presented is not None else None
             if token is None:
                 self._refusals.log("API: refused a request without a valid token (%s %s)",
                                        request.method, request.path)  # fmt: skip
                 return _error("unauthorized", "a valid bearer token is needed", 401)
             return await run(token.name)
         except DoorError as err:
-            code = "not_found" if err.status == 404 else "invalid"
+            code = {404: "not_found", 409: "conflict"}.get(err.status, "invalid")
             return _error(code, str(err), err.status, err.errors)
         except BodyTooLarge:
             return _error("too_large", f"the body is over {MAX_BODY} bytes", 413)

@@ -46,6 +46,7 @@ import aiohttp
 from aiohttp.abc import ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
+from adapters.http_limits import one_line
 from bot.failures import RepeatedFailures, first_line
 from bot.records import Asked, AuditEntry
 from bot.store.webhooks import Delivery, WebhookTables
@@ -67,12 +68,42 @@ class RefusedUrl(Exception):
     is the reason, in one line."""
 
 
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits: NAT64's well-known prefix
+# (RFC 6052: 64:ff9b::7f00:1 is 127.0.0.1 through a translator) and the deprecated
+# IPv4-compatible addresses (::7f00:1). The local-use NAT64 prefix (RFC 8215) places the IPv4
+# by a prefix length only its network knows: all of it is refused.
+_CARRY_LAST_32 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::/96"))
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses `ip` reaches through a translation or tunnel: IPv4-mapped, 6to4
+    (2002:7f00:1:: is 127.0.0.1), Teredo (its server, and its client: the last 32 bits
+    inverted), NAT64 and IPv4-compatible forms."""
+    carried = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+    if any(ip in network for network in _CARRY_LAST_32) and int(ip) > 1:  # not :: nor ::1
+        carried.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return [v4 for v4 in carried if v4 is not None]
+
+
 def refused_kind(address: str) -> str | None:
     """What `address` (an IP, as getaddrinfo gives it) is, if webhooks are not sent to its
-    kind ("a loopback address", ...); None for a public address."""
+    kind ("a loopback address", ...); None for a public address. An IPv6 address carrying an
+    IPv4 address (`carried_ipv4`) is refused as that IPv4 address would be."""
     ip = ipaddress.ip_address(address)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 reaches 10.0.0.1
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return "a local-use NAT64 address"
+        for v4 in carried_ipv4(ip):
+            kind = _kind(v4)
+            if kind is not None:
+                return f"{kind} (it carries {v4})"
+    return _kind(ip)
+
+
+def _kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     kinds = (
         ("an unspecified", ip.is_unspecified), ("a loopback", ip.is_loopback),
         ("a link-local", ip.is_link_local), ("a multicast", ip.is_multicast),
@@ -93,6 +124,8 @@ def _check_addresses(host: str, addresses: list[str]) -> None:
 
 def _target(url: str, allow_private: bool) -> tuple[str, int]:
     """The host and port `url` posts to; RefusedUrl for what its text alone refuses."""
+    if not url.isprintable():
+        raise RefusedUrl("the URL holds control characters or white space other than spaces")
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -106,8 +139,13 @@ def _target(url: str, allow_private: bool) -> tuple[str, int]:
         raise RefusedUrl("the URL must not carry a user name or password")
     try:
         ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        return parts.hostname, port  # a name: its addresses are checked once resolved
+    except ValueError:  # a name: its addresses are checked once resolved
+        try:  # as getaddrinfo will encode it (IDNA: each label 1 to 63 characters)
+            parts.hostname.encode("idna")
+        except UnicodeError:
+            why = f"'{one_line(parts.hostname, 100)}' is not a valid host name"
+            raise RefusedUrl(why) from None
+        return parts.hostname, port
     if not allow_private:
         _check_addresses(parts.hostname, [parts.hostname])
     return parts.hostname, port
@@ -124,7 +162,9 @@ async def check_url(url: str, allow_private: bool) -> str | None:
     except RefusedUrl as err:
         return str(err)
     except OSError as err:
-        return f"cannot resolve {host[:100]} ({err.strerror or type(err).__name__})"
+        return f"cannot resolve {one_line(host, 100)} ({err.strerror or type(err).__name__})"
+    except ValueError:  # a host getaddrinfo cannot take (an embedded NUL, a bad IDNA label)
+        return f"'{one_line(host, 100)}' is not a valid host name"
     return None
 
 

@@ -32,7 +32,7 @@ from adapters.mcp.asgi import serve_asgi
 from adapters.mcp.tools import McpTools
 from bot.doors import Doors
 from bot.records import StoreUnavailableError
-from bot.tokens import Tokens
+from bot.tokens import Tokens, bearer
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +107,9 @@ class McpDoor:
     # -- HTTP --------------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+        presented = bearer(request.headers.get("Authorization"))
         try:
-            token = (
-                await self.tokens.check(presented.strip()) if scheme.lower() == "bearer" else None
-            )
+            token = await self.tokens.check(presented) if presented is not None else None
         except StoreUnavailableError as err:
             log.warning("MCP: the store is unavailable: %s", err)
             return _error("unavailable", "the bridge cannot reach its database now", 503)

@@ -84,7 +84,7 @@ _WAITING = (
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # a number is a number, not "100"
 
 
 Seconds = Annotated[float, Field(allow_inf_nan=False)]
@@ -114,7 +114,7 @@ class AwaitArgs(_Args):
 class PermissionArgs(BaseModel):
     """What Claude Code sends (more keys it may add later are ignored)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", strict=True)
 
     tool_name: str = Field(min_length=1, max_length=200, description="The tool to run.")
     input: dict[str, Any] = Field(description="The tool call's input.")

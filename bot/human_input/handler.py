@@ -21,6 +21,7 @@ from bot.human_input.settling import Settling
 from bot.human_input.waiting import Waiting
 from bot.records import EscalationState, PendingInput, RequestStatus, RequestStore
 from bot.tool_context import current_tool_actor_id
+from bot.visible_text import visible_values
 
 if TYPE_CHECKING:
     from bot.policies.ladder import Audience
@@ -170,6 +171,7 @@ class HumanInputHandler(Waiting, Settling, Holding, Scopes, Observing):
         request_id: str | None = None,
     ) -> PendingInput:
         self._check_open(channel_id)
+        arguments = visible_values(arguments)  # what people read: no escapes, no bidi tricks
         now = datetime.now(UTC)
         ruled = self.lifetime_rule(tool_name, arguments) if self.lifetime_rule else None
         lifetime = (

@@ -45,7 +45,20 @@ STATE_OF_STATUS = {
 }
 
 
+# The tools the bridge asks with itself (an approval gate's, an MCP server's elicitation), as
+# people and the model know them: neither ever called a tool by these names.
+ASKED_BY_THE_BRIDGE = {
+    "approveToolCall": "the permission prompt",
+    "elicitInput": "the input request",
+}
+
+
 def timeout_message(seconds: float, tool_name: str) -> str:
+    """What the model (and a door's caller) reads of a request that expired unanswered: the
+    seed's words for a tool the model called, the prompt's label for one the bridge asked."""
+    label = ASKED_BY_THE_BRIDGE.get(tool_name)
+    if label is not None:
+        return f"No answer within {seconds:g}s to {label}"
     return f"Human input timed out after {seconds:g}s for tool '{tool_name}'"
 
 

@@ -76,7 +76,7 @@ def revoke_token(conn: Connection, name: str, at: datetime) -> bool:
 # -- door requests -----------------------------------------------------------------------------
 
 _DOOR_COLUMNS = ("request_id", "requester", "address", "created_at", "idempotency_key",
-                 "callback_url")  # fmt: skip
+                 "callback_url", "body_hash")  # fmt: skip
 # The request's columns by their names, the door's prefixed (both tables have `created_at`).
 DOOR_JOINED = select(
     requests, *(door_requests.c[name].label(f"door_{name}") for name in _DOOR_COLUMNS)
@@ -99,6 +99,8 @@ def reserve(conn: Connection, asked: Asked) -> Asked:
         conn, door_requests, [door_requests.c.requester, door_requests.c.idempotency_key]
     )
     values = {name: getattr(asked, name) for name in _DOOR_COLUMNS}
+    if asked.body_hash is None:  # named only when set: a row without needs no column 0019 added
+        del values["body_hash"]
     if conn.execute(statement, values).rowcount == 1 or asked.idempotency_key is None:
         return asked
     same = and_(

@@ -299,7 +299,8 @@ class TokenRow(Base):
 
 class DoorRow(Base):
     """Who asked a request through a door (bot/doors.py), with what address, idempotency key
-    and callback URL. Inserted (reserved) before the request itself is written."""
+    (and the hash of the body asked with it) and callback URL. Inserted (reserved) before the
+    request itself is written."""
 
     __tablename__ = "door_requests"
     __table_args__ = (
@@ -316,6 +317,7 @@ class DoorRow(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String)
     callback_url: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    body_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class WebhookRow(Base):

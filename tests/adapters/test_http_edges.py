@@ -377,10 +377,29 @@ async def test_a_body_in_an_encoding_it_does_not_have_is_one_line(
 
     line = await logged(caplog, "aiohttp refused a malformed request")
     assert line.levelno == logging.WARNING
-    assert line.getMessage().startswith("aiohttp refused a malformed request (400): Can not decode")
+    assert line.getMessage().startswith(
+        "aiohttp refused a malformed request (400): a body in a Content-Encoding it cannot decode"
+    )
     assert "Slack: refused a request from 127.0.0.1 (401): the body could not be read as sent" in [
         r.getMessage() for r in caplog.records
     ]
+    check_log(caplog)
+
+
+async def test_an_oversized_header_is_refused_without_echoing_it(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """aiohttp's 400 for a header over 8190 bytes quoted its first 100 bytes, in the response
+    and in the log line: an Authorization header's token with them."""
+    capture(caplog)
+    secret = "hitl_SECRETTOKENVALUE"
+    for path in ("/api/v1/requests", "/mcp", "/healthz"):
+        status, body = await served.send(path, b"{}", {"Authorization": f"Bearer {secret}" * 500})
+        assert status == 400 and body == "400 Bad Request"
+    line = await logged(caplog, "aiohttp refused a malformed request")
+    said = line.getMessage()
+    assert said.startswith("aiohttp refused a malformed request (400): a request line or header")
+    assert "SECRET" not in caplog.text and "Bearer" not in caplog.text
     check_log(caplog)
 
 

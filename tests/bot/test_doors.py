@@ -110,9 +110,14 @@ async def test_an_answer_before_anyone_polls_is_there_when_they_do(door: Door) -
 
 async def test_the_same_key_from_the_same_token_is_the_same_request(door: Door) -> None:
     first = await door.ask(idempotency_key="k1")
-    _, created = await door.doors.ask("agent", Ask("requestApproval", APPROVAL, "slack:C01",
-                                                   idempotency_key="k1"))  # fmt: skip
-    assert not created
+    again, created = await door.doors.ask("agent", Ask(
+        "requestApproval", dict(reversed(APPROVAL.items())), "slack:C01/U0ALICE",
+        idempotency_key="k1",
+    ))  # fmt: skip
+    assert not created and again["id"] == first["id"]  # the same body, its keys in any order
+    with pytest.raises(DoorError, match="idempotency_key 'k1' was used before with a differ") as e:
+        await door.ask(idempotency_key="k1", to="slack:C01")  # another body: a client's bug
+    assert e.value.status == 409 and list(e.value.errors) == ["idempotency_key"]
     racing = await asyncio.gather(*(door.ask(idempotency_key="k2") for _ in range(5)))
     assert len({r["id"] for r in racing}) == 1
     other = await door.ask("another", idempotency_key="k1")  # keys are per token
