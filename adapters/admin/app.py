@@ -22,7 +22,7 @@ from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from adapters.admin.access import HOLDER, PREFIX, SESSION, Access, shown_holder
-from adapters.admin.auth import Sessions
+from adapters.admin.auth import Sessions, SessionStore
 from adapters.admin.charts import decision_chart, duration, outcomes_chart
 from adapters.admin.export import lines
 from adapters.http_limits import one_line
@@ -38,6 +38,7 @@ from bot.request_log import (
     read_filter,
 )
 from bot.store import SqlStore
+from bot.store.admin_sessions import AdminSessionTables
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
 from bot.tokens import Tokens
@@ -100,6 +101,7 @@ class AdminConsole:
         self,
         log: RequestLogStore,
         tokens: Tokens,
+        open_sessions: SessionStore,
         *,
         admin_token: str | None = None,
         session_key: bytes | None = None,
@@ -116,8 +118,8 @@ class AdminConsole:
         self.templates.filters["tojson_text"] = _json_text
         self.templates.filters["duration"] = lambda s: "" if s is None else duration(s)
         sessions = Sessions(session_key or secrets.token_bytes(32))
-        self.access = Access(log, tokens, sessions, self.render, admin_token=admin_token,
-                             cookie_secure=cookie_secure)  # fmt: skip
+        self.access = Access(log, tokens, sessions, open_sessions, self.render,
+                             admin_token=admin_token, cookie_secure=cookie_secure)  # fmt: skip
 
     def mount(self, app: web.Application) -> None:
         console = web.Application(middlewares=[self.access.middleware])
@@ -266,7 +268,7 @@ def open_console(
     key = settings.admin_session_key
     token = settings.admin_token
     return AdminConsole(
-        RequestLog(store), Tokens(DoorTables(store)),
+        RequestLog(store), Tokens(DoorTables(store)), AdminSessionTables(store),
         admin_token=token.get_secret_value() if token is not None else None,
         session_key=key.get_secret_value().encode() if key is not None else None,
         cookie_secure=settings.admin_cookie_secure, chain=chain,

@@ -17,6 +17,7 @@ from adapters.admin.app import AdminConsole, ChainCheck
 from adapters.server import build_web_app
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
+from bot.store.admin_sessions import AdminSessionTables
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
 from bot.tokens import Tokens
@@ -82,7 +83,9 @@ async def serve(store: SqlStore) -> AsyncIterator[Serve]:
 
     async def start(*, chain: ChainCheck | None = None, **options: Any) -> Served:
         tokens = Tokens(DoorTables(store))
-        console = AdminConsole(RequestLog(store), tokens, chain=chain, **options)
+        console = AdminConsole(
+            RequestLog(store), tokens, AdminSessionTables(store), chain=chain, **options
+        )
 
         async def healthy() -> bool:
             return True
