@@ -134,7 +134,7 @@ def sign_in_and_browse(driver: WebDriver, url: str, shots: Path, downloads: Path
 
     # The table, filtered by text and then by outcome.
     follow(driver, By.LINK_TEXT, "Requests")
-    assert driver.find_element(By.ID, "total").text == "7"
+    assert driver.find_element(By.ID, "total").text == "7 requests"
     assert SCRIPT in texts(driver, "td.arguments")[0]  # shown as text, never run
     assert no_alert(driver) and not driver.find_elements(By.TAG_NAME, "script")
     driver.find_element(By.NAME, "text").send_keys("deploy")

@@ -252,7 +252,9 @@ async def test_filters_pages_and_a_timeline(serve: Serve, client: aiohttp.Client
     async with client.get(f"{served.url}/admin/requests/r-script") as page:
         text = await page.text()
     assert SCRIPT not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
-    events = re.findall(r'<tr class="event">\s*<td>\d+</td>\s*<td>[^<]+</td>\s*<td>([^<]+)<', text)
+    events = re.findall(
+        r'<tr class="event">\s*<td>\d+</td>\s*<td class="when">[^<]+</td>\s*<td>([^<]+)<', text
+    )
     assert events == ["request.created", "request.rejected"]
     async with client.get(f"{served.url}/admin/requests/%3Cb%3E") as missing:
         assert missing.status == 404 and "&lt;b&gt;" in await missing.text()
