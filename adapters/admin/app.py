@@ -124,6 +124,10 @@ class AdminConsole:
         self.templates.filters["tojson_text"] = _json_text
         self.templates.filters["duration"] = lambda s: "" if s is None else duration(s)
         self.templates.filters["counted"] = counted
+        # A moment to the second, UTC as every page says (the exact one on hover).
+        self.templates.filters["moment"] = lambda at: at.astimezone(UTC).strftime(
+            "%Y-%m-%d %H:%M:%S"
+        )
         self.templates.filters["room"] = room_text
         self.templates.filters["surface"] = surface_of
         sessions = Sessions(session_key or secrets.token_bytes(32))
