@@ -21,13 +21,16 @@ from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.slack.app import SlackAdapter, slack_client
+from adapters.slack.people import SlackPeople
 from adapters.startup import database_step, listening_step, slack_step
 from adapters.teams.app import TeamsAdapter, teams_config
+from adapters.teams.people import TeamsPeople
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.audit_chain import AuditSealer, ChainCheck
 from bot.escalations import Escalations
 from bot.human_tools import BUILTIN_TOOLS
+from bot.people import PeopleDirectory, PeopleNames
 from bot.policies.delivery import Delivery
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
@@ -57,6 +60,16 @@ def check_slack_settings(settings: Settings) -> tuple[str, str]:
         settings.slack_bot_token.get_secret_value(),
         settings.slack_signing_secret.get_secret_value(),
     )
+
+
+def people_names(slack: SlackAdapter | None, teams: TeamsAdapter | None) -> PeopleNames:
+    """People's names from the surfaces served (the admin console shows people by them)."""
+    directories: list[PeopleDirectory] = []
+    if slack is not None:
+        directories.append(SlackPeople(slack.client))
+    if teams is not None:
+        directories.append(TeamsPeople(teams.people))
+    return PeopleNames(directories)
 
 
 def check_model_settings(settings: Settings) -> None:
@@ -156,13 +169,15 @@ async def build_service(settings: Settings) -> Service:
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
                       escalations=escalations)  # fmt: skip
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
-    service.admin = open_console(settings, store, chain=ChainCheck(store))
     if teams is not None:
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
             config=teams, router=router, grants=grants, copies=copies,
         )  # fmt: skip
     read_groups(deciders, slack.client if slack is not None else None, service.teams)
+    service.admin = open_console(
+        settings, store, chain=ChainCheck(store), people=people_names(slack, service.teams)
+    )
     # Copies of requests where their rule's `deliver` says (approvals channel, DMs, Teams).
     bridge.mirror(Delivery(deciders, bridge.find, bridge.undeliverable_copy).rooms)
     return service

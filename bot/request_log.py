@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
 
 from bot.records import AuditEntry, RequestRecord, RequestStatus
+from bot.tools.approvals import GATE_TOOL
 
 MAX_FIELD = 200  # characters of one filter value: longer is no id, tool or person of ours
 
@@ -35,7 +36,8 @@ class FilterError(ValueError):
 @dataclass(frozen=True, slots=True)
 class RequestFilter:
     """Which requests: every field set narrows; `text` is a part of the tool's name or the id,
-    `actor` who asked or decided, `since` inclusive and `until` exclusive (creation time)."""
+    `actor` who asked (a person, or `token:NAME` for a door's token) or decided, `since`
+    inclusive and `until` exclusive (creation time)."""
 
     text: str | None = None
     status: RequestStatus | None = None
@@ -46,16 +48,75 @@ class RequestFilter:
     until: datetime | None = None
 
 
+# The built-in tools by the names people know them by; a custom tool is shown as named.
+TOOL_LABELS = {
+    "AskUserQuestion": "Question",
+    "requestApproval": "Approval",
+    "selectOption": "Choice",
+    "collectUserData": "Form",
+    "uploadFile": "File",
+    "confirmAction": "Confirmation",
+    GATE_TOOL: "Tool call approval",  # an agent's tool call held by a policy's gate
+    "elicitInput": "Input for an MCP server",  # bot.tools.elicitation.ELICIT_INPUT
+}
+DOOR_GATE_LABEL = "Permission prompt"  # the gate asked through a door (MCP permission_prompt)
+TOKEN_ASKER = "token:"  # noqa: S105 (a prefix, not a secret): who asked through a door
+
+
+def room_text(room_id: str) -> str:
+    """A room as an address is written (bot/addresses.py): a Slack thread `slack:C1@1.2`, a
+    Slack room without a thread `slack:D1` (not the stored `slack:D1:`), others as stored."""
+    surface, colon, rest = room_id.partition(":")
+    if surface != "slack" or not colon:
+        return room_id
+    channel, _, thread = rest.partition(":")
+    return f"slack:{channel}@{thread}" if thread else f"slack:{channel}"
+
+
+def surface_of(room_id: str) -> str:
+    """The surface a room is on, as its id starts (`slack`, `teams`, `console`); "" if none."""
+    surface, colon, _ = room_id.partition(":")
+    return surface if colon else ""
+
+
 @dataclass(frozen=True, slots=True)
 class LoggedRequest:
-    """One request as the log shows it; `requester` is the token that asked through a door."""
+    """One request as the log shows it; `requester` is the token that asked through a door,
+    `copies` the rooms its copies were posted in besides its own (a policy's `deliver`)."""
 
     record: RequestRecord
     requester: str | None = None
+    copies: tuple[str, ...] = ()
 
     @property
     def asked_by(self) -> str | None:
-        return self.record.actor_id or (f"token:{self.requester}" if self.requester else None)
+        """Who asked: the door's token (`token:NAME`), else the person whose turn asked. (A
+        door request's actor is the person it is for, not who asked.)"""
+        if self.requester:
+            return TOKEN_ASKER + self.requester
+        return self.record.actor_id
+
+    @property
+    def asked_for(self) -> str | None:
+        """Whom a door request was addressed to (None: anyone in its room, or an agent's)."""
+        return self.record.actor_id if self.requester else None
+
+    @property
+    def rooms(self) -> tuple[str, ...]:
+        """Every room it was shown in: its own first, then its copies'."""
+        own = (self.record.room_id,) if self.record.room_id else ()
+        return own + tuple(room for room in self.copies if room != self.record.room_id)
+
+    @property
+    def surfaces(self) -> tuple[str, ...]:
+        """The surfaces it was shown on, from its rooms (each once, in order)."""
+        return tuple(dict.fromkeys(s for s in map(surface_of, self.rooms) if s))
+
+    @property
+    def tool_label(self) -> str:
+        if self.requester and self.record.tool_name == GATE_TOOL:
+            return DOOR_GATE_LABEL
+        return TOOL_LABELS.get(self.record.tool_name, self.record.tool_name)
 
     @property
     def outcome(self) -> str:

@@ -5,7 +5,9 @@ token: one made by `hitl-bridge tokens create --admin` (still live: revoking it 
 sessions) or HITL_ADMIN_TOKEN (compared in constant time). While neither exists, the console
 is open without sign-in to requests from this machine itself (loopback, not through a proxy),
 and refused elsewhere with a page that says why. Sign-in and sign-out are POSTs with a CSRF
-token; failed sign-ins are audited and throttled per address.
+token. A wrong token is audited; past five from one address in five minutes it is answered
+429 (audited once), while the right token is always checked and signs in (auth.py). Sign-out
+deletes the session's row: its cookie opens nothing afterwards, on any worker.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from adapters.admin.auth import (
     SESSION_SECONDS,
     Session,
     Sessions,
+    SessionStore,
     SignInThrottle,
     is_loopback,
     same_secret,
@@ -59,6 +62,7 @@ class Access:
         log: RequestLogStore,
         tokens: Tokens,
         sessions: Sessions,
+        open_sessions: SessionStore,
         render: Render,
         *,
         admin_token: str | None,
@@ -66,6 +70,7 @@ class Access:
         throttle: SignInThrottle | None = None,
     ) -> None:
         self.log, self.tokens, self.sessions, self.render = log, tokens, sessions, render
+        self.open_sessions = open_sessions
         self.admin_token = admin_token
         self.cookie_secure = cookie_secure
         self.throttle = throttle or SignInThrottle()
@@ -79,9 +84,12 @@ class Access:
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path == PREFIX:  # the console's address as typed: its overview
             raise web.HTTPFound(f"{PREFIX}/")
-        session = self.sessions.read(request.cookies.get(SESSION_COOKIE))
+        if request.path.startswith(STATIC):
+            request[SESSION] = None
+            return await handler(request)
+        session = await self._session(request.cookies.get(SESSION_COOKIE))
         request[SESSION] = session
-        if request.path.startswith(STATIC) or request.path == SIGN_IN:
+        if request.path == SIGN_IN:
             return await handler(request)
         if session is not None and await self._still_valid(session.holder):
             request[HOLDER] = session.holder
@@ -117,17 +125,13 @@ class Access:
             error = "The sign-in form had expired: sign in again."
             return self._form_page(request, None, 403, error=error)
         address = request.remote or "unknown"
-        if self.throttle.blocked(address):
-            error = "Too many failed sign-ins from your address: wait a few minutes."
-            return self._form_page(request, session, 429, error=error)
-        holder = await self._holder_of(form.get("token", ""))
+        holder = await self._holder_of(form.get("token", ""))  # always checked: see auth.py
         if holder is None:
-            self.throttle.failed(address)
-            await self._audit("admin.sign_in_refused", None, remote=address)
-            error = "That token does not sign in here (an admin token, live, is needed)."
-            return self._form_page(request, session, 401, error=error)
+            return await self._refused(request, session, address)
         await self._audit("admin.signed_in", shown_holder(holder), remote=address)
-        _, cookie = self.sessions.issue(holder)
+        signed, cookie = self.sessions.issue(holder)
+        now = datetime.now(UTC)
+        await self.open_sessions.open_session(signed.key, holder, now, signed.expires_at)
         response = web.Response(status=303, headers={"Location": f"{PREFIX}/"})
         self._set_cookie(request, response, cookie)
         return response
@@ -141,6 +145,7 @@ class Access:
             message = "The sign-out form had expired: reload the page and sign out again."
             return self.render(request, "message.html", 403, heading="Refused", message=message)
         assert session is not None  # csrf_ok says so
+        await self.open_sessions.close_session(session.key)
         await self._audit("admin.signed_out", shown_holder(session.holder))
         response = web.Response(status=303, headers={"Location": SIGN_IN})
         response.del_cookie(SESSION_COOKIE, path=PREFIX)
@@ -149,6 +154,31 @@ class Access:
     def csrf(self, request: web.Request) -> str:
         session: Session | None = request.get(SESSION)
         return self.sessions.csrf(session) if session is not None else ""
+
+    async def _refused(
+        self, request: web.Request, session: Session | None, address: str
+    ) -> web.Response:
+        """A wrong token: 401 and audited; past the throttle's limit 429, audited once a burst
+        (a client hammering the form writes a bounded number of audit rows)."""
+        counted = self.throttle.failed(address)
+        if not self.throttle.over(counted):
+            await self._audit("admin.sign_in_refused", None, remote=address)
+            error = "That token does not sign in here (an admin token, live, is needed)."
+            return self._form_page(request, session, 401, error=error)
+        if counted == self.throttle.limit + 1:
+            await self._audit("admin.sign_in_throttled", None, remote=address)
+        error = "Too many wrong tokens from your address: wait a few minutes."
+        response = self._form_page(request, session, 429, error=error)
+        response.headers["Retry-After"] = str(int(self.throttle.window))
+        return response
+
+    async def _session(self, cookie: str | None) -> Session | None:
+        """The cookie's session; a signed-in one only while its row is open (not signed out)."""
+        session = self.sessions.read(cookie)
+        if session is None or not session.signed_in:
+            return session
+        holder = await self.open_sessions.session_holder(session.key, datetime.now(UTC))
+        return session if holder == session.holder else None
 
     async def _holder_of(self, presented: str) -> str | None:
         if self.admin_token and same_secret(presented, self.admin_token):

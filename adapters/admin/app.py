@@ -1,5 +1,6 @@
 """The admin console under /admin (DESIGN.md §9): the requests and their decisions, filtered,
-paginated and exported as CSV; each request's timeline; the audit chain's status; the charts.
+paginated and exported as CSV or JSON (people by display name, bot/people.py, the id on
+hover); each request's timeline; the audit chain's status; the charts.
 
 Server-rendered with Jinja2 (autoescape on: every value a model or a person wrote is escaped),
 no script at all. Every /admin response carries the headers of SECURITY_HEADERS (a strict CSP
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,12 +23,13 @@ from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from adapters.admin.access import HOLDER, PREFIX, SESSION, Access, shown_holder
-from adapters.admin.auth import Sessions
-from adapters.admin.charts import decision_chart, duration, outcomes_chart
-from adapters.admin.export import lines
+from adapters.admin.auth import Sessions, SessionStore
+from adapters.admin.charts import counted, decision_chart, duration, outcomes_chart
+from adapters.admin.export import json_items, lines
 from adapters.http_limits import one_line
 from adapters.settings import Settings
 from bot.decision_figures import decision_times, outcomes_per_tool
+from bot.people import PeopleNames
 from bot.request_log import (
     OUTCOMES,
     FilterError,
@@ -36,8 +38,11 @@ from bot.request_log import (
     RequestLogStore,
     filter_query,
     read_filter,
+    room_text,
+    surface_of,
 )
 from bot.store import SqlStore
+from bot.store.admin_sessions import AdminSessionTables
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
 from bot.tokens import Tokens
@@ -100,14 +105,17 @@ class AdminConsole:
         self,
         log: RequestLogStore,
         tokens: Tokens,
+        open_sessions: SessionStore,
         *,
         admin_token: str | None = None,
         session_key: bytes | None = None,
         cookie_secure: bool | None = None,
         chain: ChainCheck | None = None,
+        people: PeopleNames | None = None,
     ) -> None:
         self.log = log
         self.chain = chain
+        self.people = people  # display names of people (ids shown when None or unknown)
         self._walk: asyncio.Future[ChainReport] | None = None  # the chain's latest walk
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=True,
@@ -115,9 +123,16 @@ class AdminConsole:
         )  # fmt: skip
         self.templates.filters["tojson_text"] = _json_text
         self.templates.filters["duration"] = lambda s: "" if s is None else duration(s)
+        self.templates.filters["counted"] = counted
+        # A moment to the second, UTC as every page says (the exact one on hover).
+        self.templates.filters["moment"] = lambda at: at.astimezone(UTC).strftime(
+            "%Y-%m-%d %H:%M:%S"
+        )
+        self.templates.filters["room"] = room_text
+        self.templates.filters["surface"] = surface_of
         sessions = Sessions(session_key or secrets.token_bytes(32))
-        self.access = Access(log, tokens, sessions, self.render, admin_token=admin_token,
-                             cookie_secure=cookie_secure)  # fmt: skip
+        self.access = Access(log, tokens, sessions, open_sessions, self.render,
+                             admin_token=admin_token, cookie_secure=cookie_secure)  # fmt: skip
 
     def mount(self, app: web.Application) -> None:
         console = web.Application(middlewares=[self.access.middleware])
@@ -125,6 +140,7 @@ class AdminConsole:
         console.router.add_get("/", self.overview)
         console.router.add_get("/requests", self.requests)
         console.router.add_get("/requests.csv", self.export)
+        console.router.add_get("/requests.json", self.export)
         console.router.add_get("/requests/{request_id}", self.request)
         console.router.add_get("/signin", self.access.sign_in_form)
         console.router.add_post("/signin", self.access.sign_in)
@@ -167,7 +183,8 @@ class AdminConsole:
         pages = max(1, -(-total // PAGE_SIZE))
         page = _int(request.query.get("page"), 1, 1, pages)
         rows = await self.log.page(where, (page - 1) * PAGE_SIZE, PAGE_SIZE)
-        return self.render(request, "requests.html", 200,
+        names = await self._names(who for row in rows for who in _people(row))
+        return self.render(request, "requests.html", 200, names=names,
                            **_table(query, where, rows, total, page))  # fmt: skip
 
     async def request(self, request: web.Request) -> web.Response:
@@ -178,31 +195,41 @@ class AdminConsole:
                                message=f"No request has the id {request_id}.")  # fmt: skip
         arguments = json.dumps(row.record.arguments, ensure_ascii=False, indent=2, sort_keys=True)
         timeline = await self.log.timeline(request_id)
+        names = await self._names([*_people(row), *(entry.actor_id for entry in timeline)])
         return self.render(request, "request.html", 200, row=row, arguments=arguments,
-                           timeline=timeline)  # fmt: skip
+                           timeline=timeline, names=names)  # fmt: skip
 
     async def export(self, request: web.Request) -> web.StreamResponse:
-        """The filtered table as CSV, streamed a batch at a time (newest first)."""
+        """The filtered table as CSV or JSON (an array), streamed a batch at a time (newest
+        first)."""
         try:
             where = read_filter({name: request.query.get(name, "") for name in _FILTER_FIELDS})
         except FilterError as err:
             return self.render(request, "message.html", 400, heading="Bad filter",
                                message=str(err))  # fmt: skip
+        as_json = request.path.endswith(".json")
+        kind, extension = ("application/json", "json") if as_json else ("text/csv", "csv")
         response = web.StreamResponse(headers={
-            "Content-Type": "text/csv; charset=utf-8",
-            "Content-Disposition": 'attachment; filename="hitl-requests.csv"',
+            "Content-Type": f"{kind}; charset=utf-8",
+            "Content-Disposition": f'attachment; filename="hitl-requests.{extension}"',
         })  # fmt: skip
         await response.prepare(request)
         try:
-            await response.write(lines([], header=True).encode())
+            await response.write(b"[\n" if as_json else lines([], header=True).encode())
             mark: tuple[datetime, str] | None = None
             while batch := await self.log.after(where, mark, CSV_BATCH):
-                await response.write(lines(batch).encode())
+                text = json_items(batch, first=mark is None) if as_json else lines(batch)
+                await response.write(text.encode())
                 mark = (batch[-1].record.created_at, batch[-1].record.id)
+            await response.write(b"\n]\n" if as_json else b"")
             await response.write_eof()
         except ConnectionResetError:  # the admin stopped the download: nothing to answer
             pass
         return response
+
+    async def _names(self, ids: Iterable[str | None]) -> dict[str, str]:
+        """People's display names by id (those known within the directory's short wait)."""
+        return await self.people.names(ids) if self.people is not None else {}
 
     async def _chain(self) -> ChainShown | None:
         """The chain's status, waiting at most CHAIN_WAIT seconds: a million rows take half a
@@ -221,6 +248,12 @@ class AdminConsole:
 
 
 _FILTER_FIELDS = ("text", "status", "actor", "tool", "room", "since", "until")
+
+
+def _people(row: LoggedRequest) -> list[str | None]:
+    """The people a row names (a door's token is no person)."""
+    asked = row.asked_by if row.requester is None else None
+    return [asked, row.asked_for, row.record.settled_by]
 
 
 def _table(
@@ -260,14 +293,17 @@ async def _secure_headers(_: web.Request, response: web.StreamResponse) -> None:
 
 
 def open_console(
-    settings: Settings, store: SqlStore, chain: ChainCheck | None = None
+    settings: Settings,
+    store: SqlStore,
+    chain: ChainCheck | None = None,
+    people: PeopleNames | None = None,
 ) -> AdminConsole:
     """The console of `serve`, on its store, configured by HITL_ADMIN_* (adapters/settings.py)."""
     key = settings.admin_session_key
     token = settings.admin_token
     return AdminConsole(
-        RequestLog(store), Tokens(DoorTables(store)),
+        RequestLog(store), Tokens(DoorTables(store)), AdminSessionTables(store),
         admin_token=token.get_secret_value() if token is not None else None,
         session_key=key.get_secret_value().encode() if key is not None else None,
-        cookie_secure=settings.admin_cookie_secure, chain=chain,
+        cookie_secure=settings.admin_cookie_secure, chain=chain, people=people,
     )  # fmt: skip

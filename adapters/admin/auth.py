@@ -2,10 +2,12 @@
 
 A session is a signed cookie (HMAC-SHA256 over its nonce, holder and expiry), so any worker
 with the same key reads it: set HITL_ADMIN_SESSION_KEY when several workers serve /admin,
-else each process makes its own key (and a restart signs everyone out). A visitor who has not
-signed in gets a session with no holder: its nonce keys the sign-in form's CSRF token. Signing
-in issues a new nonce (no session fixation). A form's CSRF token is an HMAC of the session's
-nonce: a page of another site can neither read nor forge it.
+else each process makes its own key (and a restart signs everyone out). A signed-in session
+is open only while its row is in the store (SessionStore, keyed by `Session.key`): signing
+out deletes the row, so a cookie saved before sign-out opens nothing afterwards, on any worker.
+A visitor who has not signed in gets a session with no holder: its nonce keys the sign-in
+form's CSRF token. Signing in issues a new nonce (no session fixation). A form's CSRF token
+is an HMAC of the session's nonce: a page of another site can neither read nor forge it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,24 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
 
 SESSION_COOKIE = "hitl_admin"
 SESSION_SECONDS = 8 * 3600
 MAX_COOKIE = 1024  # characters: a longer cookie is none of ours and is not decoded
+
+
+class SessionStore(Protocol):
+    """Where signed-in sessions are kept open (bot/store/admin_sessions.py on SqlStore)."""
+
+    async def open_session(
+        self, key: str, holder: str, now: datetime, expires_at: datetime
+    ) -> None: ...
+
+    async def session_holder(self, key: str, now: datetime) -> str | None: ...
+
+    async def close_session(self, key: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +51,16 @@ class Session:
     @property
     def signed_in(self) -> bool:
         return bool(self.holder)
+
+    @property
+    def key(self) -> str:
+        """The session's row in the SessionStore: its nonce's SHA-256 (a leaked table names no
+        cookie)."""
+        return hashlib.sha256(self.nonce.encode()).hexdigest()
+
+    @property
+    def expires_at(self) -> datetime:
+        return datetime.fromtimestamp(self.expires, UTC)
 
 
 class Sessions:
@@ -91,8 +117,10 @@ def same_secret(presented: str, expected: str) -> bool:
 
 
 class SignInThrottle:
-    """At most `limit` failed sign-ins per address in `window` seconds; then refused until
-    the oldest ages out. Bounded: past `addresses` addresses the stalest is forgotten."""
+    """Counts the failed sign-ins per address: past `limit` in `window` seconds, a wrong token
+    is answered 429 (the client told to wait) instead of 401. Only wrong tokens are counted and
+    refused so: the right one is always checked and accepted, or anyone behind the same proxy
+    could lock every admin out. Bounded: past `addresses` addresses the stalest is forgotten."""
 
     def __init__(
         self,
@@ -102,28 +130,29 @@ class SignInThrottle:
         addresses: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._limit, self._window, self._addresses, self._clock = limit, window, addresses, clock
+        self.limit, self.window = limit, window
+        self._addresses, self._clock = addresses, clock
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def blocked(self, address: str) -> bool:
-        failures = self._failures.get(address)
-        if failures is None:
-            return False
-        cutoff = self._clock() - self._window
-        while failures and failures[0] <= cutoff:
-            failures.popleft()
-        if not failures:
-            del self._failures[address]
-        return len(failures) >= self._limit
-
-    def failed(self, address: str) -> None:
+    def failed(self, address: str) -> int:
+        """Count one failure; how many the address has in the window with it (at most
+        `limit` + 2: `limit` + 1 is the first one over the limit, more are the ones after)."""
+        now = self._clock()
         failures = self._failures.setdefault(address, deque())
         self._failures.move_to_end(address)
-        failures.append(self._clock())
-        while len(failures) > self._limit:
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+        failures.append(now)
+        counted = len(failures)
+        while len(failures) > self.limit + 1:
             failures.popleft()
         while len(self._failures) > self._addresses:
             self._failures.popitem(last=False)
+        return counted
+
+    def over(self, counted: int) -> bool:
+        """Whether a failure counted so is past the limit (answered 429)."""
+        return counted > self.limit
 
 
 def is_loopback(remote: str | None, forwarded: bool) -> bool:

@@ -32,6 +32,12 @@ def duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 request`, `2 requests`, `0 requests`: a count and its noun, plural as English has it
+    (the nouns here take an s)."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def nice_ceiling(value: float) -> float:
     """The smallest of 1, 2, 5 times a power of ten that is at least `value` (an axis top)."""
     if value <= 0:
@@ -70,7 +76,8 @@ def decision_chart(days: Sequence[DayFigure]) -> Markup:
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
         parts.append(f'<polyline class="series {key}" points="{points}"/>')
         for index, (day, value) in enumerate(zip(days, values, strict=True)):
-            tip = f"{day.day.isoformat()}: {label} {duration(value)} ({day.decisions} decisions)"
+            decisions = counted(day.decisions, "decision")
+            tip = f"{day.day.isoformat()}: {label} {duration(value)} ({decisions})"
             parts.append(
                 f'<circle class="point {key}" cx="{x(index):.1f}" cy="{y(value):.1f}" r="3.5">'
                 f"<title>{escape(tip)}</title></circle>"

@@ -9,13 +9,12 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Row, Select, and_, func, or_, select
 
 from bot.records import AuditEntry, RequestStatus
-from bot.request_log import LoggedRequest, RequestFilter, Settled
+from bot.request_log import TOKEN_ASKER, LoggedRequest, RequestFilter, Settled
 from bot.store.journal import audit_entry
 from bot.store.request_rows import record_of
-from bot.store.tables import audit, door_requests, requests
+from bot.store.tables import audit, door_requests, message_copies, requests
 
 TIMELINE_LIMIT = 1000  # audit rows of one request shown: a request has a handful
-TOKEN_ACTOR = "token:"  # noqa: S105 (a prefix, not a secret); an actor filter naming a door's token, as the table shows it
 
 JOINED = requests.outerjoin(door_requests, door_requests.c.request_id == requests.c.id)
 LOGGED = select(requests, door_requests.c.requester.label("door_requester")).select_from(JOINED)
@@ -36,11 +35,7 @@ def conditions(where: RequestFilter) -> list[ColumnElement[bool]]:
     if where.status is not None:
         found.append(requests.c.status == where.status.value)
     if where.actor is not None:
-        actor = where.actor
-        asked = [requests.c.actor_id == actor, requests.c.settled_by == actor]
-        if actor.startswith(TOKEN_ACTOR):
-            asked.append(door_requests.c.requester == actor.removeprefix(TOKEN_ACTOR))
-        found.append(or_(*asked))
+        found.append(_by(where.actor))
     if where.tool is not None:
         found.append(requests.c.tool_name == where.tool)
     if where.room is not None:
@@ -52,14 +47,38 @@ def conditions(where: RequestFilter) -> list[ColumnElement[bool]]:
     return found
 
 
-def _logged(row: Row[Any]) -> LoggedRequest:
-    return LoggedRequest(record_of(row), row.door_requester)
+def _by(actor: str) -> ColumnElement[bool]:
+    """Asked by `actor` (LoggedRequest.asked_by: a door's `token:NAME`, else the person whose
+    turn asked; a door request's actor is whom it was for) or decided by them."""
+    if actor.startswith(TOKEN_ASKER):
+        return door_requests.c.requester == actor.removeprefix(TOKEN_ASKER)
+    asked = and_(requests.c.actor_id == actor, door_requests.c.requester.is_(None))
+    return or_(asked, requests.c.settled_by == actor)
+
+
+def _logged(conn: Connection, rows: list[Row[Any]]) -> list[LoggedRequest]:
+    """The rows as LoggedRequests, each with the rooms of its copies (one more query)."""
+    ids = [row.id for row in rows]
+    copies: dict[str, list[str]] = {}
+    if ids:
+        query = (
+            select(message_copies.c.request_id, message_copies.c.room_id)
+            .where(message_copies.c.request_id.in_(ids))
+            .order_by(message_copies.c.request_id, message_copies.c.surface,
+                      message_copies.c.room_id)
+        )  # fmt: skip
+        for request_id, room_id in conn.execute(query):
+            copies.setdefault(request_id, []).append(room_id)
+    return [
+        LoggedRequest(record_of(row), row.door_requester, tuple(copies.get(row.id, ())))
+        for row in rows
+    ]
 
 
 def page(conn: Connection, where: RequestFilter, offset: int, limit: int) -> list[LoggedRequest]:
     """One page of the filtered requests, newest first."""
     query: Select[Any] = LOGGED.where(*conditions(where)).order_by(*NEWEST_FIRST)
-    return [_logged(row) for row in conn.execute(query.offset(offset).limit(limit))]
+    return _logged(conn, list(conn.execute(query.offset(offset).limit(limit))))
 
 
 def after(
@@ -73,7 +92,7 @@ def after(
         created = requests.c.created_at
         query = query.where(or_(created < at, and_(created == at, requests.c.id < request_id)))
     query = query.order_by(*NEWEST_FIRST).limit(limit)
-    return [_logged(row) for row in conn.execute(query)]
+    return _logged(conn, list(conn.execute(query)))
 
 
 def count(conn: Connection, where: RequestFilter) -> int:
@@ -83,7 +102,7 @@ def count(conn: Connection, where: RequestFilter) -> int:
 
 def logged(conn: Connection, request_id: str) -> LoggedRequest | None:
     row = conn.execute(LOGGED.where(requests.c.id == request_id)).first()
-    return _logged(row) if row is not None else None
+    return _logged(conn, [row])[0] if row is not None else None
 
 
 def timeline(conn: Connection, request_id: str) -> list[AuditEntry]:

@@ -380,4 +380,17 @@ class MessageCopyRow(Base):
     ref: Mapped[dict[str, Any]] = mapped_column(JsonType)
 
 
+class AdminSessionRow(Base):
+    """A signed-in admin console session (adapters/admin): its cookie is signed, and this row
+    is what keeps it open: signing out deletes it, on every worker at once. Kept as the
+    SHA-256 of the session's nonce, never the nonce itself."""
+
+    __tablename__ = "admin_sessions"
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    holder: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 metadata = Base.metadata

@@ -12,6 +12,7 @@ from sqlalchemy import ARRAY, CTE, Connection, Executable, Row, Table, bindparam
 
 from bot.records import RequestStatus
 from bot.store.schema import (
+    AdminSessionRow,
     AuditRow,
     ClaimRow,
     DoorRow,
@@ -48,6 +49,7 @@ door_requests = cast(Table, DoorRow.__table__)
 webhook_deliveries = cast(Table, WebhookRow.__table__)
 votes = cast(Table, VoteRow.__table__)
 message_copies = cast(Table, MessageCopyRow.__table__)
+admin_sessions = cast(Table, AdminSessionRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

@@ -7,7 +7,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.records import RequestRecord, RequestStatus
-from bot.request_log import FilterError, LoggedRequest, RequestFilter, filter_query, read_filter
+from bot.request_log import (
+    TOOL_LABELS,
+    FilterError,
+    LoggedRequest,
+    RequestFilter,
+    filter_query,
+    read_filter,
+    room_text,
+    surface_of,
+)
+from bot.tools.elicitation import ELICIT_INPUT
 
 
 def test_an_empty_query_filters_nothing() -> None:
@@ -53,5 +63,30 @@ def test_a_logged_request_names_who_asked_and_how_long_it_took() -> None:
     assert LoggedRequest(record).seconds_to_decision is None
     record.actor_id, record.status = "U1", RequestStatus.TIMED_OUT
     record.settled_at = made + timedelta(seconds=90)
-    logged = LoggedRequest(record, requester="ci")
-    assert (logged.asked_by, logged.outcome, logged.seconds_to_decision) == ("U1", "expired", 90)
+    logged = LoggedRequest(record, requester="ci")  # a door's request, for U1: asked by ci
+    assert (logged.asked_by, logged.asked_for) == ("token:ci", "U1")
+    assert (logged.outcome, logged.seconds_to_decision) == ("expired", 90)
+    agents = LoggedRequest(record)  # an agent's, in U1's turn
+    assert (agents.asked_by, agents.asked_for) == ("U1", None)
+
+
+@pytest.mark.parametrize(
+    ("room", "written", "surface"),
+    [("slack:D0123ABCD:", "slack:D0123ABCD", "slack"),
+     ("slack:C1:1700000000.000100", "slack:C1@1700000000.000100", "slack"),
+     ("teams:19:abc@thread.tacv2;messageid=1", "teams:19:abc@thread.tacv2;messageid=1", "teams"),
+     ("console:alice", "console:alice", "console"), ("C1", "C1", "")],
+)  # fmt: skip
+def test_a_room_as_written_and_its_surface(room: str, written: str, surface: str) -> None:
+    assert room_text(room) == written and surface_of(room) == surface
+
+
+def test_the_surfaces_and_tool_a_request_was_shown_with() -> None:
+    record = RequestRecord("r1", "approveToolCall", {}, room_id="slack:C1:1.2")
+    copied = LoggedRequest(record, copies=("teams:19:x", "slack:C2:", "slack:C1:1.2"))
+    assert copied.rooms == ("slack:C1:1.2", "teams:19:x", "slack:C2:")
+    assert copied.surfaces == ("slack", "teams")
+    assert copied.tool_label == "Tool call approval"
+    assert LoggedRequest(record, requester="claude").tool_label == "Permission prompt"
+    assert LoggedRequest(RequestRecord("r2", "deploy_now", {})).tool_label == "deploy_now"
+    assert TOOL_LABELS["elicitInput"] and ELICIT_INPUT == "elicitInput"

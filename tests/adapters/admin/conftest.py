@@ -17,10 +17,13 @@ from adapters.admin.app import AdminConsole, ChainCheck
 from adapters.server import build_web_app
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
+from bot.store.admin_sessions import AdminSessionTables
+from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
 from bot.tokens import Tokens
-from tests.adapters.slack.conftest import start_env
+from bot.tools.approvals import GATE_TOOL
+from tests.adapters.slack.conftest import ADMIN, ALICE, CHANNEL, Env, start_env
 
 __all__ = ["start_env"]
 
@@ -82,7 +85,9 @@ async def serve(store: SqlStore) -> AsyncIterator[Serve]:
 
     async def start(*, chain: ChainCheck | None = None, **options: Any) -> Served:
         tokens = Tokens(DoorTables(store))
-        console = AdminConsole(RequestLog(store), tokens, chain=chain, **options)
+        console = AdminConsole(
+            RequestLog(store), tokens, AdminSessionTables(store), chain=chain, **options
+        )
 
         async def healthy() -> bool:
             return True
@@ -98,3 +103,54 @@ async def serve(store: SqlStore) -> AsyncIterator[Serve]:
     yield start
     for runner in runners:
         await runner.cleanup()
+
+
+BOBBY = "U0BOBBY001"  # a person of the fake workspace with a display name of their own
+APPROVALS = "C0APPROVALS"
+
+
+@dataclass
+class Asked:
+    """The requests `ask_as_in_production` made, by who asked them."""
+
+    by_ci: str  # asked through the HTTP API with the token `ci-agent`, of Alice in a DM
+    by_deploy: str  # asked through the API with `deploy-bot`, in the general channel
+    by_agent: str  # asked in Bobby's turn in a Slack thread, copied to an approvals channel
+
+
+async def ask_as_in_production(env: Env) -> Asked:
+    """Requests made as `serve` makes them: two through the API's door (two tokens), one an
+    agent's tool call held for approval in a Slack thread (the store's rows as the gate writes
+    them, with a copy in an approvals channel), which Bobby's admin approves."""
+    env.slack.add_user(BOBBY, "bobby", real_name="Bobby Tables")
+    env.slack.channels.add(CHANNEL)
+    tokens = Tokens(DoorTables(env.store))
+    made = []
+    for name, to, tool, arguments in (
+        (
+            "ci-agent",
+            f"slack:{ALICE}",
+            "requestApproval",
+            {"action": "Deploy v2", "reason": "Release day"},
+        ),
+        ("deploy-bot", f"slack:{CHANNEL}", "AskUserQuestion", {"question": "Which region?"}),
+    ):
+        token, _ = await tokens.create(name)
+        body = {"tool": tool, "arguments": arguments, "to": to}
+        async with env.http.post(
+            f"{env.server.url}/api/v1/requests", json=body,
+            headers={"Authorization": f"Bearer {token}"},
+        ) as response:  # fmt: skip
+            assert response.status in (200, 201, 202), await response.text()
+            made.append(str((await response.json())["id"]))
+    record = RequestRecord(
+        "agent-call-1", GATE_TOOL, {"tool": "drop_table", "arguments": {"table": "users"}},
+        room_id=f"slack:{CHANNEL}:1700000000.000100", actor_id=BOBBY,
+        created_at=datetime.now(UTC) - timedelta(minutes=5),
+    )  # fmt: skip
+    await env.store.create_request(record)
+    await CopyTables(env.store).keep(record.id, "slack", f"slack:{APPROVALS}:", {"ts": "1.2"})
+    settled = Settlement(record.id, RequestStatus.RESOLVED, datetime.now(UTC), "approve", None,
+                         ADMIN)  # fmt: skip
+    assert await env.store.settle(settled)
+    return Asked(made[0], made[1], record.id)

@@ -57,23 +57,22 @@ def test_same_secret() -> None:
     assert not same_secret("", "x")
 
 
-def test_the_throttle_refuses_after_the_limit_until_the_window_passes() -> None:
+def test_the_throttle_counts_wrong_tokens_per_address_in_its_window() -> None:
     clock = Clock()
     throttle = SignInThrottle(limit=3, window=60, clock=clock)
-    for _ in range(3):
-        assert not throttle.blocked("10.0.0.1")
-        throttle.failed("10.0.0.1")
-    assert throttle.blocked("10.0.0.1")
-    assert not throttle.blocked("10.0.0.2")  # per address
+    counted = [throttle.failed("10.0.0.1") for _ in range(6)]
+    assert counted == [1, 2, 3, 4, 5, 5]  # 4: the first over the limit; 5: the ones after
+    assert [throttle.over(n) for n in counted] == [False] * 3 + [True] * 3
+    assert throttle.failed("10.0.0.2") == 1  # per address
     clock.now += 61
-    assert not throttle.blocked("10.0.0.1")
+    assert throttle.failed("10.0.0.1") == 1  # the window passed
 
 
 def test_the_throttle_forgets_the_stalest_address_past_its_bound() -> None:
     throttle = SignInThrottle(limit=1, addresses=2)
     for address in ("a", "b", "c"):
         throttle.failed(address)
-    assert not throttle.blocked("a") and throttle.blocked("b") and throttle.blocked("c")
+    assert throttle.failed("a") == 1 and throttle.failed("c") == 2
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ def test_the_decision_chart_has_a_point_per_day_and_series() -> None:
     for median, p95 in zip(medians, p95s, strict=True):
         assert float(p95.get("cy", "0")) <= float(median.get("cy", "0"))
     tips = [t.text for t in root.iter(SVG + "title")]
-    assert "2026-11-02: median 10.0 min (1 decisions)" in tips
+    assert "2026-11-02: median 10.0 min (1 decision)" in tips
 
 
 def test_the_outcomes_chart_stacks_each_tools_outcomes() -> None:

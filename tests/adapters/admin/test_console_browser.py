@@ -26,7 +26,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.adapters.admin.conftest import ENV_TOKEN, SCRIPT, fill
+from adapters.admin.app import AdminConsole
+from bot.people import PeopleNames
+from tests.adapters.admin.conftest import BOBBY, ENV_TOKEN, SCRIPT, ask_as_in_production, fill
 from tests.adapters.slack.conftest import StartEnv
 from tests.conformance import expected
 
@@ -134,7 +136,7 @@ def sign_in_and_browse(driver: WebDriver, url: str, shots: Path, downloads: Path
 
     # The table, filtered by text and then by outcome.
     follow(driver, By.LINK_TEXT, "Requests")
-    assert driver.find_element(By.ID, "total").text == "7"
+    assert driver.find_element(By.ID, "total").text == "7 requests"
     assert SCRIPT in texts(driver, "td.arguments")[0]  # shown as text, never run
     assert no_alert(driver) and not driver.find_elements(By.TAG_NAME, "script")
     driver.find_element(By.NAME, "text").send_keys("deploy")
@@ -177,3 +179,62 @@ async def test_an_admin_signs_in_filters_exports_and_reads_a_timeline(
     )
     shots = await asyncio.to_thread(lambda: {p.name for p in artifacts.glob("*.png")})
     assert shots >= {"1-signin.png", "2-overview.png", "3-filtered.png", "4-timeline.png"}
+
+
+WIDTHS = (360, 1400, 1920)  # a phone, a laptop, a wide screen (CSS pixels)
+LINES = """const range = document.createRange(); range.selectNodeContents(arguments[0]);
+return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;"""
+
+
+def lines_of(driver: WebDriver, selector: str) -> list[int]:
+    """How many lines each element's text takes (its line boxes' distinct tops)."""
+    found = driver.find_elements(By.CSS_SELECTOR, selector)
+    assert found, selector
+    return [int(driver.execute_script(LINES, element)) for element in found]
+
+
+def assert_layout_holds(driver: WebDriver, width: int) -> None:
+    """The page fits its viewport: no sideways scroll of the page, the sign-out button in
+    view, every date and time on one line."""
+    inner = int(driver.execute_script("return window.innerWidth"))
+    assert inner == width
+    page = driver.execute_script(
+        "const html = document.documentElement; return [html.scrollWidth, html.clientWidth]"
+    )
+    assert page[0] <= page[1], f"the page is {page[0]} px wide in {page[1]} px at {width} px"
+    box = driver.execute_script(
+        "return document.querySelector('header form button').getBoundingClientRect().toJSON()"
+    )
+    assert box["left"] >= 0 and box["right"] <= width and box["bottom"] <= 200, (width, box)
+    assert max(lines_of(driver, ".when")) == 1, width  # 0: an empty cell (not settled yet)
+
+
+def browse_at_every_width(driver: WebDriver, url: str, shots: Path, agent: str) -> None:
+    driver.get(f"{url}/admin/signin")
+    driver.find_element(By.ID, "token").send_keys(ENV_TOKEN)
+    follow(driver, By.ID, "signin")
+    for width in WIDTHS:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False,
+        })  # fmt: skip
+        driver.get(f"{url}/admin/requests")
+        assert driver.find_element(By.ID, "total").text == "3 requests"
+        bobby = driver.find_element(By.CSS_SELECTOR, "td.asked-by .person")
+        assert (bobby.text, bobby.get_attribute("title")) == ("bobby", BOBBY)  # id on hover
+        assert_layout_holds(driver, width)
+        driver.save_screenshot(str(shots / f"5-requests-{width}.png"))
+        driver.get(f"{url}/admin/requests/{agent}")
+        assert_layout_holds(driver, width)
+        driver.save_screenshot(str(shots / f"6-request-{width}.png"))
+
+
+async def test_the_layout_holds_from_360_to_1920_px(
+    browser: WebDriver, start_env: StartEnv, artifacts: Path
+) -> None:
+    env = await start_env(HITL_ADMIN_TOKEN=ENV_TOKEN)
+    console = env.server.service.admin
+    assert isinstance(console, AdminConsole) and isinstance(console.people, PeopleNames)
+    console.people.wait = WAIT
+    asked = await ask_as_in_production(env)
+    await asyncio.to_thread(browse_at_every_width, browser, env.server.url, artifacts,
+                            asked.by_agent)  # fmt: skip

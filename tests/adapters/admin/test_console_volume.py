@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 from sqlalchemy import Connection, insert
 
+from adapters.admin.charts import counted
 from bot.store import SqlStore
 from bot.store.tables import requests
 from tests.adapters.admin.conftest import Serve
@@ -60,7 +61,7 @@ async def test_ten_thousand_requests_filtered_paged_and_exported(
 
         async with client.get(f"{served.url}/admin/requests?{query}&page=999") as page:
             text = await page.text()
-        assert f'<span id="total">{len(expected)}</span>' in text
+        assert f'<span id="total">{counted(len(expected), "request")}</span>' in text
         shown = re.findall(r'class="request-link"[^>]*>([^<]+)<', text)
         last = len(expected) % 50 or 50
         assert shown == [f"req-{n:05}" for n in reversed(expected[:last])]  # the last page

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.audit_chain import seal_chain, verify_chain
 from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token, Vote
 from bot.store import downgrade, head_revision, open_store, upgrade
+from bot.store.admin_sessions import AdminSessionTables
 from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
 from bot.store.schema import JsonType, UTCDateTime, metadata
@@ -32,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "audit_log", "transcripts", "claims", "runs", "holders", "proposals", "health",
     "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries", "votes",
-    "message_copies",
+    "message_copies", "admin_sessions",
 }  # fmt: skip
 UNTIL_0017 = {"transitions"}  # 0001 to 0016 (the audit log records transitions since 0017)
 HOLD_TABLES = {"holders", "proposals"}
@@ -41,8 +42,9 @@ DOOR_TABLES = {"api_tokens", "door_requests"}  # 0008
 WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
 VOTE_TABLES = {"votes"}  # 0010
 COPY_TABLES = {"message_copies"}  # 0014
+SESSION_TABLES = {"admin_sessions"}  # 0018
 LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES,
-         *COPY_TABLES}  # after 0003  # fmt: skip
+         *COPY_TABLES, *SESSION_TABLES}  # after 0003  # fmt: skip
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
@@ -220,6 +222,7 @@ async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -
 
     await downgrade(database.url, "0005", schema=database.schema)
     later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
+    later |= SESSION_TABLES
     assert await table_names(engine) == {*TABLES - later, *UNTIL_0017, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     assert await row_count(engine, "inbox") == 0
@@ -303,7 +306,7 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
     finally:
         await store.close()
     await downgrade(database.url, "0008", schema=database.schema)
-    gone = WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
+    gone = WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES | SESSION_TABLES
     assert await table_names(engine) == {*TABLES - gone, *UNTIL_0017, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
@@ -331,7 +334,7 @@ async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -
         await store.close()
     await downgrade(database.url, "0009", schema=database.schema)
     assert await table_names(engine) == {
-        *TABLES - VOTE_TABLES - COPY_TABLES,
+        *TABLES - VOTE_TABLES - COPY_TABLES - SESSION_TABLES,
         *UNTIL_0017,
         "alembic_version",
     }
@@ -359,7 +362,8 @@ async def test_0014_message_copies_up_and_down(database: Database, engine: Async
     finally:
         await store.close()
     await downgrade(database.url, "0010", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - COPY_TABLES, *UNTIL_0017, "alembic_version"}
+    gone = COPY_TABLES | SESSION_TABLES
+    assert await table_names(engine) == {*TABLES - gone, *UNTIL_0017, "alembic_version"}
     assert await row_count(engine, "requests") == 1
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
@@ -381,6 +385,31 @@ async def test_0016_admin_commands_up_and_down(database: Database, engine: Async
     async with engine.connect() as conn:
         assert "ix_requests_settled_at" not in await conn.run_sync(indexes)
     assert await row_count(engine, "requests") == 1
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
+
+
+async def test_0018_admin_sessions_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0018 keeps the admin console's signed-in sessions; its downgrade takes them away (every
+    admin signs in again) and nothing else."""
+    await upgrade(database.url, "0017", schema=database.schema)
+    assert not SESSION_TABLES & await table_names(engine)
+    await upgrade(database.url, "0018", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        sessions = AdminSessionTables(store)
+        now = datetime.now(UTC)
+        await sessions.open_session("k1", "token:alice", now, now + timedelta(hours=1))
+        await sessions.open_session("k0", "token:old", now - timedelta(hours=2), now)
+        assert await sessions.session_holder("k1", now) == "token:alice"
+        assert await sessions.session_holder("k0", now) is None  # expired
+        assert await sessions.close_session("k1")
+        assert await sessions.session_holder("k1", now) is None
+    finally:
+        await store.close()
+    await downgrade(database.url, "0017", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - SESSION_TABLES, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
