@@ -3,7 +3,7 @@ key reused with another body is refused (409) instead of answered with the first
 Rows from before have none: a key of theirs still returns their request, whatever the body.
 
 Revision ID: 0019
-Revises: 0017
+Revises: 0018
 Create Date: 2026-12-01
 
 """
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0019"
-down_revision: str | Sequence[str] | None = "0017"
+down_revision: str | Sequence[str] | None = "0018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -23,7 +23,7 @@ def door_columns(conn: Connection) -> set[str]:
 async def test_0019_body_hash_up_and_down(database: Database, engine: AsyncEngine) -> None:
     """0019 adds door_requests.body_hash: a row from before has none, and its key still finds
     its request whatever the body; the downgrade drops the column and keeps the rows."""
-    await upgrade(database.url, "0017", schema=database.schema)
+    await upgrade(database.url, "0018", schema=database.schema)
     store = await open_store(database.url, migrate=False, schema=database.schema)
     now = datetime.now(UTC)
     old = Asked("r1", "ci", "slack:C1", now, idempotency_key="k1")
@@ -44,7 +44,7 @@ async def test_0019_body_hash_up_and_down(database: Database, engine: AsyncEngin
         assert await tables.reserve_door(Asked("r4", "ci", "x", now, idempotency_key="k2")) == new
     finally:
         await store.close()
-    await downgrade(database.url, "0017", schema=database.schema)
+    await downgrade(database.url, "0018", schema=database.schema)
     async with engine.connect() as conn:
         assert "body_hash" not in await conn.run_sync(door_columns)
     assert await row_count(engine, "door_requests") == 2
