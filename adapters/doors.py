@@ -72,7 +72,8 @@ def open_doors(
     async def check_callback(url: str) -> str | None:
         return await check_url(url, allow_private)
 
-    webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private)
+    webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private,
+                        timeout=settings.webhook_timeout_seconds)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = McpDoor(doors, tokens, default_to=settings.mcp_default_to)
