@@ -61,7 +61,9 @@ def open_doors(
     tables = DoorTables(store)
     tokens = Tokens(tables)
     doors = Doors(handler, tables, tools, bridge.find,
-                  default_timeout=settings.door_timeout_seconds)  # fmt: skip
+                  default_timeout=settings.door_timeout_seconds,
+                  polls_per_token=settings.long_polls_per_token,
+                  polls_per_worker=settings.long_polls_per_worker)  # fmt: skip
     bridge.on_heard(doors.heard)
     allow_private = settings.webhook_allow_private
 
