@@ -333,11 +333,8 @@ class McpTools:
             gate = Ask("", {}, self._to(asked.to), asked.timeout_seconds)
             body, _ = await self.doors.ask_gate(requester, asked.tool_name, asked.input, gate)
             body = await self._settled(requester, body, asked.timeout_seconds)
-        except (
-            DoorError,
-            StoreUnavailableError,
-            TooManyPolls,
-        ) as err:  # Claude Code reads a deny best
+        except (DoorError, StoreUnavailableError, TooManyPolls) as err:
+            # Claude Code reads a deny best.
             denied = {"behavior": "deny", "message": f"The person could not be asked: {err}"}
             return result(denied)
         return result(permission(body, asked.input))
