@@ -61,7 +61,9 @@ def open_doors(
     tables = DoorTables(store)
     tokens = Tokens(tables)
     doors = Doors(handler, tables, tools, bridge.find,
-                  default_timeout=settings.door_timeout_seconds)  # fmt: skip
+                  default_timeout=settings.door_timeout_seconds,
+                  polls_per_token=settings.long_polls_per_token,
+                  polls_per_worker=settings.long_polls_per_worker)  # fmt: skip
     bridge.on_heard(doors.heard)
     allow_private = settings.webhook_allow_private
 
@@ -72,7 +74,8 @@ def open_doors(
     async def check_callback(url: str) -> str | None:
         return await check_url(url, allow_private)
 
-    webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private)
+    webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private,
+                        timeout=settings.webhook_timeout_seconds)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = McpDoor(doors, tokens, default_to=settings.mcp_default_to)

@@ -58,6 +58,12 @@ class Settings(BaseSettings):
     door_timeout_seconds: float = Field(3600.0, alias="HITL_DOOR_TIMEOUT_SECONDS", gt=0)
     # Webhooks to loopback and private addresses: for local set-ups and tests only.
     webhook_allow_private: bool = Field(False, alias="HITL_WEBHOOK_ALLOW_PRIVATE")
+    # How long one webhook attempt may take (a receiver that never answers holds a slot so long).
+    webhook_timeout_seconds: float = Field(10.0, alias="HITL_WEBHOOK_TIMEOUT_SECONDS", gt=0, le=300)
+    # Long polls (`GET /api/v1/requests/{id}?wait=`, MCP calls waiting on an answer) one token,
+    # and one worker, may hold at once; more are refused (429, Retry-After).
+    long_polls_per_token: int = Field(100, alias="HITL_LONG_POLLS_PER_TOKEN", ge=1)
+    long_polls_per_worker: int = Field(1000, alias="HITL_LONG_POLLS_PER_WORKER", ge=1)
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
     # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
     policy_file: Path | None = Field(None, alias="HITL_POLICY_FILE")

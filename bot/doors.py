@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from bot.addresses import Address, Addressee, UnknownAddressError, read_address
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import HumanTool
+from bot.long_polls import Gone, LongPolls
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
 from bot.tools import approvals
 from bot.visible_text import visible_values
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 
 DOOR_CHANNEL = "doors"  # the channel id of every request a door made
 MAX_WAIT = 60.0  # seconds a long poll may wait
-RECHECK = 5.0  # seconds between reads of a waited-on request (a missed wake-up costs this)
 SHOWN_STATUS = {
     RequestStatus.PENDING: "pending",
     RequestStatus.RESOLVED: "answered",
@@ -84,6 +84,8 @@ class DoorStore(Protocol):
     async def drop_door(self, request_id: str) -> None: ...
 
     async def door(self, request_id: str) -> tuple[RequestRecord | None, Asked] | None: ...
+
+    async def settled_among(self, request_ids: list[str]) -> list[str]: ...
 
     async def list_doors(
         self,
@@ -136,6 +138,8 @@ class Doors:
         *,
         default_timeout: float = 3600.0,
         max_timeout: float = 7 * 24 * 3600.0,
+        polls_per_token: int = 100,
+        polls_per_worker: int = 1000,
     ) -> None:
         self.handler = handler
         self.store = store
@@ -143,7 +147,8 @@ class Doors:
         self.find = find
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
-        self._waiting: dict[str, asyncio.Event] = {}
+        self.polls = LongPolls(store.settled_among, per_token=polls_per_token,
+                               per_worker=polls_per_worker)  # fmt: skip
         self._settled_hooks: list[Settled] = []
         self._tasks: set[asyncio.Task[None]] = set()
         handler.add_observer(self.observe)
@@ -208,21 +213,18 @@ class Doors:
         ))  # fmt: skip
         return await self.get(requester, row.request_id), True
 
-    async def get(self, requester: str, request_id: str, wait: float = 0.0) -> RequestBody:
-        """The request's body; with `wait`, once it settles or `wait` seconds pass."""
-        found = await self._own(requester, request_id)
-        deadline = asyncio.get_running_loop().time() + min(max(wait, 0.0), MAX_WAIT)
-        while _pending(found[0]):
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                break
-            woken = self._waiting.setdefault(request_id, asyncio.Event())
-            found = await self._own(requester, request_id)  # settled while registering?
-            if not _pending(found[0]):
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), min(left, RECHECK))
-            found = await self._own(requester, request_id)
+    async def get(
+        self, requester: str, request_id: str, wait: float = 0.0, gone: Gone | None = None
+    ) -> RequestBody:
+        """The request's body; with `wait`, once it settles or `wait` seconds pass (or its
+        caller is `gone`): a long poll, held in `self.polls` (TooManyPolls over its caps)."""
+        if wait <= 0:
+            return request_body(*await self._own(requester, request_id))
+        with self.polls.hold(requester, request_id[:64], gone) as held:  # before the read:
+            found = await self._own(requester, request_id)  # a settle then wakes it
+            if _pending(found[0]):
+                await held.wait(min(wait, MAX_WAIT))
+                found = await self._own(requester, request_id)
         return request_body(*found)
 
     async def list(
@@ -269,9 +271,7 @@ class Doors:
 
     def heard(self, request_id: str) -> None:
         """A request settled (here, or on another worker): wake who waits on it here."""
-        woken = self._waiting.pop(request_id, None)
-        if woken is not None:
-            woken.set()
+        self.polls.wake(request_id)
 
     async def _tell(self, request_id: str) -> None:
         found = await self.store.door(request_id)
@@ -290,6 +290,7 @@ class Doors:
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
+        await self.polls.close()
         for task in list(self._tasks):
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await task

@@ -66,6 +66,14 @@ class RequestPage(BaseModel):
 class ApiError(BaseModel):
     """Every error the API answers with: a code, one line, and the invalid fields."""
 
-    error: Literal["unauthorized", "invalid", "not_found", "conflict", "too_large", "unavailable"]
+    error: Literal[
+        "unauthorized",
+        "invalid",
+        "not_found",
+        "conflict",
+        "too_large",
+        "too_many_polls",
+        "unavailable",
+    ]
     message: str
     fields: dict[str, str] = Field(default_factory=dict)

@@ -16,6 +16,7 @@ ERRORS = {
     "401": "No valid bearer token",
     "409": "The idempotency key was used before with a different body",
     "413": "The body is too large",
+    "429": "Too many long polls held (by this token, or on this worker): retry after Retry-After",
     "503": "The bridge cannot reach its database now",
 }
 
@@ -75,7 +76,7 @@ def _paths() -> dict[str, Any]:
                 "parameters": [_ID, _parameter(
                     "wait", "query", {"type": "number", "minimum": 0, "maximum": 60},
                     "Seconds to wait for it to settle")],
-                "responses": _responses({"200": _ONE}, "400", "401", "404", "503"),
+                "responses": _responses({"200": _ONE}, "400", "401", "404", "429", "503"),
             },
             "delete": {
                 "operationId": "cancelRequest", "summary": "Cancel a pending request",

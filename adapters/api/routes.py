@@ -21,6 +21,7 @@ from adapters.api.models import ApiError, CreateRequest, RequestOut
 from adapters.api.openapi import openapi_document
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from bot.doors import MAX_WAIT, Ask, DoorError, Doors, RequestBody
+from bot.long_polls import TooManyPolls
 from bot.records import StoreUnavailableError
 from bot.tokens import Tokens, bearer
 
@@ -68,7 +69,9 @@ class ApiDoor:
     async def get(self, request: web.Request) -> web.Response:
         async def run(requester: str) -> web.Response:
             wait = _number(request.query.get("wait", "0"), "wait", 0, MAX_WAIT)
-            return _request(await self.doors.get(requester, request.match_info["id"], wait))
+            found = await self.doors.get(requester, request.match_info["id"], wait,
+                                         gone=lambda: _gone(request))  # fmt: skip
+            return _request(found)
 
         return await self._authorized(request, run)
 
@@ -110,6 +113,10 @@ class ApiDoor:
         except DoorError as err:
             code = {404: "not_found", 409: "conflict"}.get(err.status, "invalid")
             return _error(code, str(err), err.status, err.errors)
+        except TooManyPolls as err:
+            refused = _error("too_many_polls", str(err), 429, {"wait": str(err)})
+            refused.headers["Retry-After"] = str(err.retry_after)
+            return refused
         except BodyTooLarge:
             return _error("too_large", f"the body is over {MAX_BODY} bytes", 413)
         except StoreUnavailableError as err:
@@ -130,6 +137,12 @@ class ApiDoor:
             errors = {_field(e["loc"]): e["msg"] for e in err.errors()}
             listed = "; ".join(f"{k}: {v}" for k, v in errors.items())
             raise DoorError(f"invalid request: {listed}", errors=errors) from None
+
+
+def _gone(request: web.Request) -> bool:
+    """Whether the client closed its connection (aiohttp cancels no handler when it does)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _field(loc: tuple[int | str, ...]) -> str:

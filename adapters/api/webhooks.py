@@ -20,6 +20,12 @@ Callback URLs are checked for SSRF at create time (`check_url`: private, loopbac
 ... addresses are refused) and again at delivery, on the addresses actually connected to
 (`CheckedResolver`): a name that resolved to a public address then and to an internal one now
 (DNS rebinding) is refused, and not retried.
+
+One token's receiver never delays another's (adapters/api/webhook_traffic.py): attempts in
+flight are limited per destination host and per token, a host that keeps failing or hanging
+has its deliveries postponed while its circuit is open, and a token has at most `queue_cap`
+deliveries not done: a settle beyond that is dropped, and its drop is an audit line
+(`webhook.dropped`).
 """
 
 from __future__ import annotations
@@ -46,16 +52,20 @@ import aiohttp
 from aiohttp.abc import ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
+from adapters.api.webhook_traffic import Limits, Traffic
 from adapters.http_limits import one_line
 from bot.failures import RepeatedFailures, first_line
 from bot.records import Asked, AuditEntry
-from bot.store.webhooks import Delivery, WebhookTables
+from bot.store.webhooks import Added, Delivery, WebhookTables
 
 log = logging.getLogger(__name__)
 
 SecretFor = Callable[[str], Awaitable[str | None]]  # a token's webhook secret; None: gone
 SCHEMES = ("http", "https")
 MAX_IN_FLIGHT = 16  # attempts one worker sends at once
+DUE_READ = 200  # due rows read a claim, to choose among (at most 16 a token: webhook_rows)
+DEFAULT_LIMITS = Limits()
+QUEUE_CAP = 1000  # deliveries not done a token may have; a settle beyond is dropped, audited
 LEASE_MARGIN = 30.0  # seconds an attempt's lease outlasts its timeout (writing its outcome)
 RECHECK = 5.0  # seconds between looks for rows other workers left (they cannot wake this one)
 RETRY_DELAY = 1.0  # seconds before the next round after one failed (the database unavailable)
@@ -234,6 +244,8 @@ class Webhooks:
         first_retry: float = 1.0,
         max_retry: float = 300.0,
         timeout: float = 10.0,
+        limits: Limits = DEFAULT_LIMITS,
+        queue_cap: int = QUEUE_CAP,
     ) -> None:
         self.store = store
         self.secret_for = secret_for
@@ -242,6 +254,8 @@ class Webhooks:
         self.first_retry = first_retry
         self.max_retry = max_retry
         self.timeout = timeout
+        self.queue_cap = queue_cap
+        self.traffic = Traffic(limits)
         self.worker = f"webhooks-{secrets.token_hex(6)}"  # the holder of this sender's leases
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -252,7 +266,8 @@ class Webhooks:
 
     async def enqueue(self, body: dict[str, Any], asked: Asked) -> None:
         """Write the request's delivery (once per request, whoever enqueues it) and wake the
-        sender; nothing for a request without a callback URL."""
+        sender; nothing for a request without a callback URL. Beyond its token's `queue_cap`,
+        the delivery is dropped and the drop audited."""
         if asked.callback_url is None:
             return
         now = datetime.now(UTC)
@@ -261,8 +276,13 @@ class Webhooks:
             id=secrets.token_hex(12), request_id=asked.request_id, requester=asked.requester,
             url=asked.callback_url, body=raw, attempts=0, first_at=now, next_at=now,
         )  # fmt: skip
-        if await self.store.add(delivery):
+        why = f"{asked.requester[:100]} has {self.queue_cap} webhooks not delivered yet"
+        dropped = _line("webhook.dropped", delivery, now, reason=why)
+        added = await self.store.add(delivery, self.queue_cap, dropped)
+        if added is Added.ADDED:
             self._wake.set()
+        elif added is Added.DROPPED:
+            log.warning("webhook of request %s dropped: %s", asked.request_id, why)
 
     async def start(self) -> None:
         """Send what is due (rows dead workers left included), then keep sending."""
@@ -310,12 +330,16 @@ class Webhooks:
             return RECHECK  # an attempt that ends wakes the loop
         now = datetime.now(UTC)
         lease = now + timedelta(seconds=self.timeout + LEASE_MARGIN)
-        claimed = await self.store.claim_due(self.worker, now, lease, room)
+        choose = self.traffic.chooser(room, now, self.give_up_after)
+        skipped = self.traffic.full_tokens()  # their rows are not even read
+        claimed = await self.store.claim_due(self.worker, now, lease, DUE_READ, choose, skipped)
         for delivery in claimed:
             self._spawn(delivery)
         if len(claimed) == room:
             return 0.0  # more may be due
-        due = await self.store.next_due()
+        # What is due and left unclaimed waits for a host's or token's attempt to end (which
+        # wakes this loop): the wait is until what is not due yet.
+        due = await self.store.next_due(after=now)
         if due is None:
             return RECHECK
         seconds = (due - datetime.now(UTC)).total_seconds()
@@ -324,10 +348,12 @@ class Webhooks:
     def _spawn(self, delivery: Delivery) -> None:
         task = asyncio.create_task(self._attempt(delivery), name="hitl-webhook")
         self._attempts.add(task)
-        task.add_done_callback(self._ended)
+        self.traffic.started(delivery)
+        task.add_done_callback(lambda ended: self._ended(ended, delivery))
 
-    def _ended(self, task: asyncio.Task[None]) -> None:
+    def _ended(self, task: asyncio.Task[None], delivery: Delivery) -> None:
         self._attempts.discard(task)
+        self.traffic.ended(delivery)
         self._wake.set()  # room for another, and perhaps a retry sooner than the loop's sleep
 
     async def _attempt(self, delivery: Delivery) -> None:
@@ -373,19 +399,21 @@ class Webhooks:
     ) -> tuple[Delivery, list[AuditEntry]]:
         """The delivery after this attempt, and its audit lines."""
         if sent.delivered:
+            self.traffic.delivered(delivery.url)
             done = replace(delivery, done_at=now, outcome=f"delivered ({sent.status})")
             return done, [_line("webhook.delivered", delivery, now, status=sent.status)]
         if sent.refused is not None:
             return self._give_up(delivery, now, sent.refused, [])
         failed = _line("webhook.failed", delivery, now, **sent.failure)
+        reopens = self.traffic.failed(delivery.url, now)
         deadline = delivery.first_at + timedelta(seconds=self.give_up_after)
         if now >= deadline:
             why = f"status {sent.status}" if sent.status is not None else sent.error
             tried = f"{delivery.attempts} attempts in {self.give_up_after:g} s"
             reason = f"no 2xx after {tried} (last: {why})"
             return self._give_up(delivery, now, reason, [failed])
-        retry = min(now + self._backoff(delivery.attempts), deadline)  # a last try at the end
-        return replace(delivery, next_at=retry), [failed]
+        retry = max(now + self._backoff(delivery.attempts), reopens or now)  # its circuit's
+        return replace(delivery, next_at=min(retry, deadline)), [failed]  # a last try at the end
 
     def _give_up(
         self, delivery: Delivery, now: datetime, reason: str, audit: list[AuditEntry]

@@ -20,6 +20,7 @@ Its `tool_use_id` is accepted and not used: every call asks anew.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.addresses import MAX_ADDRESS
 from bot.doors import MAX_WAIT, Ask, DoorError, Doors, RequestBody
 from bot.human_tools import BUILTIN_TOOLS
+from bot.long_polls import TooManyPolls
 from bot.records import StoreUnavailableError
 from bot.tools import approvals
 
@@ -301,7 +303,7 @@ class McpTools:
                 known = ", ".join([*ASK_TOOLS, AWAIT_ANSWER, PERMISSION_PROMPT])
                 return refusal(f"unknown tool '{name[:60]}': use one of {known}")
             return await self._ask(requester, tool, arguments)
-        except DoorError as err:
+        except (DoorError, TooManyPolls) as err:
             return refusal(str(err))
         except StoreUnavailableError as err:
             log.warning("MCP: the store is unavailable: %s", err)
@@ -319,7 +321,8 @@ class McpTools:
         ask = Ask(tool.builtin, rest, self._to(options.to), options.timeout_seconds)
         body, _ = await self.doors.ask(requester, ask)
         if body["status"] == "pending" and options.wait_seconds > 0:
-            body = await self.doors.get(requester, body["id"], options.wait_seconds)
+            with contextlib.suppress(TooManyPolls):  # asked: pending, for await_answer
+                body = await self.doors.get(requester, body["id"], options.wait_seconds)
         return answer_result(body)
 
     async def _permission(
@@ -330,7 +333,8 @@ class McpTools:
             gate = Ask("", {}, self._to(asked.to), asked.timeout_seconds)
             body, _ = await self.doors.ask_gate(requester, asked.tool_name, asked.input, gate)
             body = await self._settled(requester, body, asked.timeout_seconds)
-        except (DoorError, StoreUnavailableError) as err:  # Claude Code reads a deny best
+        except (DoorError, StoreUnavailableError, TooManyPolls) as err:
+            # Claude Code reads a deny best.
             denied = {"behavior": "deny", "message": f"The person could not be asked: {err}"}
             return result(denied)
         return result(permission(body, asked.input))
@@ -345,7 +349,7 @@ class McpTools:
             with anyio.move_on_after(lifetime + 2 * MAX_WAIT):  # an expiry that never came
                 while body["status"] == "pending":
                     body = await self.doors.get(requester, body["id"], MAX_WAIT)
-        except anyio.get_cancelled_exc_class():
+        except (anyio.get_cancelled_exc_class(), TooManyPolls):
             await self._withdraw(requester, body["id"])
             raise
         if body["status"] == "pending":

@@ -121,6 +121,14 @@ def door(conn: Connection, request_id: str) -> tuple[RequestRecord | None, Asked
     return _joined(row) if row is not None else None
 
 
+def settled_among(conn: Connection, request_ids: list[str]) -> list[str]:
+    """Which of the requests are no longer pending (bot/long_polls.py's sweep)."""
+    query = select(requests.c.id).where(
+        requests.c.id.in_(request_ids), requests.c.status != RequestStatus.PENDING.value
+    )
+    return [str(row.id) for row in conn.execute(query)]
+
+
 def list_doors(
     conn: Connection,
     requester: str,

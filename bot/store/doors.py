@@ -43,6 +43,9 @@ class DoorTables:
     async def door(self, request_id: str) -> tuple[RequestRecord | None, Asked] | None:
         return await self.store.read(door_rows.door, request_id)
 
+    async def settled_among(self, request_ids: list[str]) -> list[str]:
+        return await self.store.read(door_rows.settled_among, request_ids)
+
     async def list_doors(
         self,
         requester: str,

@@ -4,12 +4,19 @@ A delivery is claimed for one attempt with a compare-and-set on its attempt coun
 so two workers never send the same attempt at once; a worker that dies mid-attempt leaves a
 lease that lapses, and the row is claimed again. An attempt's outcome is written with its audit
 lines in one transaction, and only by the worker still holding that attempt.
+
+Fairness is the sender's (adapters/api/webhooks.py): what is due is read at most `PER_TOKEN_DUE`
+rows a token, its tokens at their cap left out, so one token's backlog never hides another's
+rows; the sender chooses among them (`Choose`), and may postpone some (a host whose circuit is
+open) without counting an attempt.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import (
@@ -20,6 +27,7 @@ from sqlalchemy import (
     bindparam,
     case,
     func,
+    not_,
     or_,
     select,
     update,
@@ -51,6 +59,18 @@ class Delivery:
 
 
 _COLUMNS = tuple(field.name for field in fields(Delivery))
+PER_TOKEN_DUE = 16  # due rows read a token per claim: a backlog is not read whole each round
+# The sender's choice among the due rows read (in next_at order): the ones to claim, in order,
+# and the ones to postpone, with when to.
+Choose = Callable[[list[Delivery]], tuple[list[Delivery], dict[str, datetime]]]
+
+
+class Added(Enum):
+    """What `add` did with a delivery."""
+
+    ADDED = "added"
+    EXISTS = "exists"  # its request has one already (another worker enqueued it)
+    DROPPED = "dropped"  # its token's queue is full: not written, its audit line is
 
 
 def _claimable(now: str) -> ColumnElement[bool]:
@@ -59,12 +79,25 @@ def _claimable(now: str) -> ColumnElement[bool]:
     return deliveries.c.done_at.is_(None) & or_(lease.is_(None), lease < bindparam(now))
 
 
-DUE = (
-    select(deliveries)
-    .where(_claimable("now"), deliveries.c.next_at <= bindparam("now"))
-    .order_by(deliveries.c.next_at)
-    .limit(bindparam("limit"))
-)
+def _due(skipped: Collection[str]) -> Executable:
+    """Due rows, earliest first, at most PER_TOKEN_DUE a token; none of the `skipped` tokens'."""
+    rank = func.row_number().over(
+        partition_by=deliveries.c.requester, order_by=(deliveries.c.next_at, deliveries.c.id)
+    )
+    due = select(deliveries, rank.label("rank")).where(
+        _claimable("now"), deliveries.c.next_at <= bindparam("now")
+    )
+    if skipped:
+        due = due.where(not_(deliveries.c.requester.in_(sorted(skipped))))
+    ranked = due.subquery()
+    return (
+        select(*(ranked.c[name] for name in _COLUMNS))
+        .where(ranked.c.rank <= PER_TOKEN_DUE)
+        .order_by(ranked.c.next_at, ranked.c.id)
+        .limit(bindparam("limit"))
+    )
+
+
 # The claim: still the attempt count read, still claimable (another worker may have won it).
 TAKE = (
     update(deliveries)
@@ -98,12 +131,30 @@ FINISH = (
     )
 )
 RELEASE = update(deliveries).where(*_HELD).values(lease_until=None, worker=None)
+# Postponed as read: the attempt count unchanged, still claimable.
+POSTPONE = (
+    update(deliveries)
+    .where(
+        deliveries.c.id == bindparam("b_id"),
+        deliveries.c.attempts == bindparam("b_seen"),
+        _claimable("b_now"),
+    )
+    .values(next_at=bindparam("b_next"))
+)
+WAITING = (
+    select(func.count())
+    .select_from(deliveries)
+    .where(deliveries.c.done_at.is_(None), deliveries.c.requester == bindparam("requester"))
+)
 # When the next delivery can be claimed: its next_at, or its lease's end if that is later.
 _FREE_AT = case(
     (deliveries.c.lease_until > deliveries.c.next_at, deliveries.c.lease_until),
     else_=deliveries.c.next_at,
 )
 NEXT_DUE = select(func.min(_FREE_AT)).where(deliveries.c.done_at.is_(None))
+# The same, of the rows not claimable by `after` (what is due already and left unclaimed waits
+# for room, and an attempt that ends makes some: it wakes the sender).
+NEXT_LATER = NEXT_DUE.where(bindparam("after") < _FREE_AT)
 
 
 def delivery_of(row: Row[Any]) -> Delivery:
@@ -111,22 +162,62 @@ def delivery_of(row: Row[Any]) -> Delivery:
     return Delivery(**{name: values[name] for name in _COLUMNS})
 
 
-def add(conn: Connection, delivery: Delivery) -> bool:
-    """Insert the delivery; False if its request has one already."""
+def add(
+    conn: Connection, delivery: Delivery, cap: int | None = None, dropped: AuditEntry | None = None
+) -> Added:
+    """Insert the delivery, unless its request has one already or its token has `cap` not
+    done: then it is dropped, and `dropped` (its audit line) written instead."""
+    if delivery_id(conn, delivery.request_id) is not None:
+        return Added.EXISTS
+    if cap is not None and _waiting(conn, delivery.requester) >= cap:
+        if dropped is not None:
+            conn.execute(INSERT_AUDIT, audit_values(dropped))
+        return Added.DROPPED
     dialect_insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     keys = [deliveries.c.request_id]
     statement: Executable = dialect_insert(deliveries).on_conflict_do_nothing(index_elements=keys)
-    return conn.execute(statement, asdict(delivery)).rowcount == 1
+    inserted = conn.execute(statement, asdict(delivery)).rowcount == 1
+    return Added.ADDED if inserted else Added.EXISTS
+
+
+def _waiting(conn: Connection, requester: str) -> int:
+    """How many of the token's deliveries are not done."""
+    count: int = conn.execute(WAITING, {"requester": requester}).scalar_one()
+    return count
+
+
+def delivery_id(conn: Connection, request_id: str) -> str | None:
+    query = select(deliveries.c.id).where(deliveries.c.request_id == request_id)
+    found: str | None = conn.execute(query).scalar()
+    return found
+
+
+def take_all(due: list[Delivery]) -> tuple[list[Delivery], dict[str, datetime]]:
+    """The `Choose` that claims every row read."""
+    return due, {}
 
 
 def claim_due(
-    conn: Connection, worker: str, now: datetime, lease_until: datetime, limit: int
+    conn: Connection,
+    worker: str,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    choose: Choose = take_all,
+    skipped: Collection[str] = (),
 ) -> list[Delivery]:
-    """Claim up to `limit` due deliveries for one attempt each: returned as claimed (their
-    attempt counted, leased to `worker`)."""
+    """Claim due deliveries for one attempt each, as many as `choose` picks among `limit` read
+    (none of the `skipped` tokens'): returned as claimed (their attempt counted, leased to
+    `worker`). The ones `choose` postpones get their new next_at."""
+    due = [delivery_of(row) for row in conn.execute(_due(skipped), {"now": now, "limit": limit})]
+    chosen, postponed = choose(due)
+    for seen in due:
+        if seen.id in postponed:
+            binds = {"b_id": seen.id, "b_seen": seen.attempts, "b_now": now,
+                     "b_next": postponed[seen.id]}  # fmt: skip
+            conn.execute(POSTPONE, binds)
     claimed = []
-    for row in conn.execute(DUE, {"now": now, "limit": limit}).all():
-        seen = delivery_of(row)
+    for seen in chosen:
         first_at = now if seen.attempts == 0 else seen.first_at
         taken = replace(seen, attempts=seen.attempts + 1, first_at=first_at,
                         lease_until=lease_until, worker=worker)  # fmt: skip
@@ -159,8 +250,11 @@ def release(conn: Connection, delivery: Delivery, worker: str) -> None:
     conn.execute(RELEASE, binds)
 
 
-def next_due(conn: Connection) -> datetime | None:
-    due: datetime | None = conn.execute(NEXT_DUE).scalar()
+def next_due(conn: Connection, after: datetime | None = None) -> datetime | None:
+    if after is None:
+        due: datetime | None = conn.execute(NEXT_DUE).scalar()
+    else:
+        due = conn.execute(NEXT_LATER, {"after": after}).scalar()
     return due
 
 

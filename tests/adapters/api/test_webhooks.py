@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from adapters.api.webhook_traffic import Limits
 from adapters.api.webhooks import CheckedResolver, RefusedUrl, Webhooks, check_url
 from bot.records import Asked, AuditEntry
 from bot.store import SqlStore, open_store
@@ -66,6 +67,18 @@ class Receiver:
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
+    async for made in serve_receiver():
+        yield made
+
+
+@pytest.fixture
+async def other_receiver() -> AsyncIterator[Receiver]:
+    """Another receiver, on a host (port) of its own."""
+    async for made in serve_receiver():
+        yield made
+
+
+async def serve_receiver() -> AsyncIterator[Receiver]:
     made = Receiver()
     app = web.Application()
     app.router.add_post("/hook", made.hook)
@@ -343,6 +356,54 @@ async def test_requests_without_a_callback_url_send_nothing(store: SqlStore, mak
     webhooks = make()
     await webhooks.enqueue(BODY, Asked("r1", "ci-agent", "slack:C1", datetime.now(UTC)))
     assert await WebhookTables(store).delivery("r1") is None
+
+
+async def test_a_tokens_queue_is_capped_and_what_is_dropped_is_audited(
+    store: SqlStore, receiver: Receiver, make: Make
+) -> None:
+    webhooks = make(queue_cap=2)  # not started yet: the deliveries wait
+    for n in (1, 2, 3):
+        await webhooks.enqueue({**BODY, "id": f"r{n}"}, asked(receiver.url, f"r{n}"))
+    await webhooks.enqueue(BODY, asked(receiver.url, "r1"))  # again (another worker): no drop
+    await webhooks.enqueue(BODY, asked(receiver.url, "r4", requester="other-agent"))
+    tables = WebhookTables(store)
+    assert await tables.delivery("r3") is None
+    assert all([await tables.delivery(r) for r in ("r1", "r2", "r4")])  # another token's too
+    (line,) = await audit(store, "r3")
+    assert line.action == "webhook.dropped" and line.detail["requester"] == "ci-agent"
+    assert line.detail["reason"] == "ci-agent has 2 webhooks not delivered yet"
+    assert line.detail["host"] == receiver.base.removeprefix("http://")
+    assert await audit(store, "r1") == []
+
+    await webhooks.start()  # once some are delivered, the token has room again
+    await finished(store, "r1")
+    await finished(store, "r2")
+    await webhooks.enqueue({**BODY, "id": "r5"}, asked(receiver.url, "r5"))
+    assert (await finished(store, "r5")).outcome == "delivered (204)"
+
+
+async def test_a_failing_host_is_backed_off_without_delaying_others(
+    store: SqlStore, receiver: Receiver, other_receiver: Receiver, make: Make
+) -> None:
+    receiver.failures = 10**6
+    webhooks = make(limits=Limits(failures_to_open=2, first_open=60.0), first_retry=0.01)
+    await webhooks.start()
+    await webhooks.enqueue(BODY, asked(receiver.url, "r1"))
+    tables = WebhookTables(store)
+
+    async def opened() -> bool:  # two failures in a row: the retry waits for the circuit
+        found = await tables.delivery("r1")
+        return found is not None and found.next_at > datetime.now(UTC) + timedelta(seconds=30)
+
+    await until(opened, "r1 postponed by its host's circuit")
+    await webhooks.enqueue({**BODY, "id": "r2"}, asked(receiver.url, "r2"))
+    await webhooks.enqueue({**BODY, "id": "r3"}, asked(other_receiver.url, "r3"))
+    assert (await finished(store, "r3")).outcome == "delivered (204)"  # another host: at once
+
+    postponed = await tables.delivery("r2")  # the same host: postponed, not sent, not lost
+    assert postponed is not None and postponed.done_at is None and postponed.attempts == 0
+    assert postponed.next_at > datetime.now(UTC) + timedelta(seconds=30)
+    assert len(receiver.got) == 2 and [json.loads(g.body)["id"] for g in receiver.got] == ["r1"] * 2
 
 
 PRIVATE_URLS = [
