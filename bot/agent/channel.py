@@ -33,6 +33,7 @@ from bot.records import RequestStore
 from bot.runs import RunLeases
 from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, ToolHandler
+from bot.visible_text import visible
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class AIChannel:
         `on_text` is given each piece of text as the model writes it, before its tool calls
         run, so a surface can post "I'll ask for approval" ahead of the request itself.
         """
+        on_text = _shown(on_text)
         async with self._room_run(room_id, actor_id):
             messages = await self._load(room_id)
             if self.runs is not None and (calls := open_round(messages)):
@@ -138,6 +140,7 @@ class AIChannel:
         The open round's calls run again, a human tool waiting on the request it had made
         (answered meanwhile or not); then the turn goes on as respond() would.
         """
+        on_text = _shown(on_text)
         async with self._room_run(room_id, actor_id, adopted=True):
             messages = await self._load(room_id)
             calls = open_round(messages)
@@ -439,3 +442,16 @@ def _ended(
 def _fields(event: ToolCallEvent) -> dict[str, Any]:
     names = ("tool_name", "arguments", "tool_call_id", "room_id", "channel_id", "actor_id")
     return {name: getattr(event, name) for name in names}
+
+
+def _shown(on_text: TextCallback | None) -> TextCallback | None:
+    """`on_text` given the model's words as a person may read them (bot/visible_text.py):
+    a reply is cleaned as a request's arguments are, whichever surface posts it."""
+    if on_text is None:
+        return None
+    post = on_text
+
+    async def shown(text: str) -> None:
+        await post(visible(text))
+
+    return shown

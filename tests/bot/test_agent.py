@@ -112,6 +112,20 @@ async def test_a_turn_without_tools_returns_the_text(
     ]
 
 
+async def test_the_models_words_reach_the_room_cleaned(
+    fake: FakeAnthropic, provider: AnthropicAIProvider
+) -> None:
+    """What the model writes is posted as a person may read it: an ANSI escape and a BEL
+    removed, a right-to-left override shown as a marker; the transcript keeps its words."""
+    words = "Deploying \x1b[2Jnow\x07 to \u202egnp.exe"
+    fake.script(reply_text(words))
+    said = Said()
+    ai = AIChannel("agent", provider=provider, system_prompt="Be brief.")
+    await within(ai.respond("R1", "hi", on_text=said))
+    assert said.lines == ["Deploying [2Jnow to ⟦U+202E⟧gnp.exe"]
+    assert (await ai.transcript("R1"))[-1]["content"] == [text_block(words)]
+
+
 async def test_a_human_tool_pauses_until_answered(
     fake: FakeAnthropic, provider: AnthropicAIProvider, start: StartTurn
 ) -> None:
