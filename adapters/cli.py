@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from adapters.audit_commands import add_audit_parser
+from adapters.audit_commands import add_audit_parser, run_audit
 from adapters.startup import CONFIGURATION, StartupError, database_step, explain
 from adapters.terminal import safe
 from bot import ConfigurationError
@@ -153,8 +153,6 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"database at {safe(shown_url(settings.database_url))} is at the newest revision")
         return 0
     if args.command == "audit":
-        from adapters.audit_commands import run_audit
-
         store = await _migrated_store(settings)
         try:
             return await run_audit(store, args, _operator())
