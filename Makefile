@@ -3,13 +3,21 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser run serve test lint typecheck pytest bench clean
+.PHONY: install install-dev browser run serve test lint typecheck pytest bench clean
 
+# Two stamps: `make run`, `make serve` and `make bench` install the runtime dependencies only;
+# the checks add the developer extras (pytest, mypy, ruff, the examples' agent frameworks,
+# selenium: minutes more). Each is made again when pyproject.toml changes.
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -30,14 +38,14 @@ serve: install
 	$(BIN)/hitl-bridge db upgrade
 	$(BIN)/hitl-bridge serve $(AGENT_FLAG)
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: install
+typecheck: install-dev
 	$(BIN)/mypy
 
-pytest: install browser
+pytest: install-dev browser
 	$(BIN)/pytest
 
 test: lint typecheck pytest
@@ -45,6 +53,7 @@ test: lint typecheck pytest
 bench: install
 	$(BIN)/python bench/human_input_bench.py
 	$(BIN)/python bench/store_throughput.py
+	$(BIN)/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -13,15 +13,17 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from adapters.startup import StartupError
 from adapters.terminal import safe
-from bot.audit_chain import seal_chain, verify_chain
 from bot.audit_export import FORMATS, audit_lines, export_audit
 from bot.audit_query import AuditFilter, AuditLine, parse_when
 from bot.records import AuditEntry
-from bot.store import SqlStore
+
+# The store is imported by the commands that run, not with the parser (`--help`).
+if TYPE_CHECKING:
+    from bot.store import SqlStore
 
 ACTIONS = ("list", "verify", "export")
 DETAIL_SHOWN = 160  # characters of a row's detail that `list` prints
@@ -55,6 +57,8 @@ def add_audit_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def run_audit(store: SqlStore, args: argparse.Namespace, operator: str) -> int:
+    from bot.audit_chain import verify_chain
+
     if args.audit_action == "verify":
         report = await verify_chain(store, grace=timedelta(seconds=args.grace))
         print(safe(report.line()))
@@ -93,6 +97,8 @@ async def _export(
     store: SqlStore, wanted: AuditFilter, args: argparse.Namespace, operator: str
 ) -> int:
     """Stream the rows out, then audit the export itself (who took what out, how many rows)."""
+    from bot.audit_chain import seal_chain
+
     await seal_chain(store)  # what is exported carries its place in the chain
     if args.output is None:
         count = await export_audit(store, wanted, args.format, sys.stdout.write)

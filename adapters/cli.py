@@ -20,18 +20,20 @@ import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from adapters.audit_commands import add_audit_parser, run_audit
-from adapters.settings import Settings, shown_url
 from adapters.startup import CONFIGURATION, StartupError, database_step, explain
 from adapters.terminal import safe
 from bot import ConfigurationError
-from bot.audit_chain import seal_chain
 from bot.records import Grant, StoreUnavailableError
-from bot.store import SqlStore, open_store, upgrade
-from bot.tools.grants import GrantError, Grants, shown_scope
 from bot.visible_text import VisibleLogText
+
+# Each command imports what it runs in its own branch of `_run`: `--help` and a command that
+# never runs an agent or serves do not pay for the SDKs (seconds each; bench/startup.py).
+if TYPE_CHECKING:
+    from adapters.settings import Settings
+    from bot.store import SqlStore
 
 ARGUMENTS_SHOWN = 120  # characters of a pending request's arguments that `pending` prints
 AGENT_HELP = "the agent file: prompt, model, human tools, MCP servers (default HITL_AGENT_FILE)"
@@ -120,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from adapters.mcp.stdio import proxy_target, run_stdio_proxy
 
             return asyncio.run(run_stdio_proxy(*proxy_target(args.url, args.token, os.environ)))
+        from adapters.settings import Settings
+
         return asyncio.run(_run(args, Settings()))
     except KeyboardInterrupt:
         return 130
@@ -145,6 +149,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         return await serve(settings)
     if args.command == "db":
+        from adapters.settings import shown_url
+        from bot.store import upgrade
+
         with database_step(settings.database_url):
             await upgrade(settings.database_url)
         print(f"database at {safe(shown_url(settings.database_url))} is at the newest revision")
@@ -170,6 +177,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _migrated_store(settings: Settings) -> SqlStore:
     """The store, once it is known to be reachable and migrated (else a one-line failure)."""
+    from adapters.settings import shown_url
+    from bot.store import open_store
+
     url = settings.database_url
     store = await open_store(url, migrate=False)
     try:
@@ -204,6 +214,8 @@ async def _print_pending(settings: Settings) -> int:
 
 async def _sealed_and_closed(store: SqlStore) -> None:
     """Close a store this command wrote audit rows with, sealed first (no worker may run)."""
+    from bot.audit_chain import seal_chain
+
     try:
         with contextlib.suppress(StoreUnavailableError):
             await seal_chain(store)
@@ -213,6 +225,8 @@ async def _sealed_and_closed(store: SqlStore) -> None:
 
 async def _grants(settings: Settings, args: argparse.Namespace) -> int:
     """`grants list [--all]`: one line per grant; `grants revoke ID`: revoked, audited."""
+    from bot.tools.grants import GrantError, Grants
+
     store = await _migrated_store(settings)
     grants = Grants(store)
     try:
@@ -233,6 +247,8 @@ async def _grants(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _grant_line(grant: Grant, now: datetime) -> str:
+    from bot.tools.grants import shown_scope
+
     scope = shown_scope(grant) or "every call"
     if grant.revoked_at is not None:
         state = f"revoked {grant.revoked_at.isoformat()} by {safe(grant.revoked_by or '-')}"

@@ -4,15 +4,17 @@ each surface adding its own source once its client exists."""
 
 from __future__ import annotations
 
-from slack_sdk.web.async_client import AsyncWebClient
+from typing import TYPE_CHECKING
 
 from adapters.settings import Settings
-from adapters.slack.groups import SlackGroups
-from adapters.teams.app import TeamsAdapter
-from adapters.teams.groups import EntraGroups
 from bot.directory import Directory
 from bot.policies.deciders import Deciders
 from bot.policies.rules import Policy
+
+if TYPE_CHECKING:  # each surface's SDK is imported when that surface is served
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from adapters.teams.app import TeamsAdapter
 
 
 def open_deciders(settings: Settings) -> Deciders:
@@ -31,6 +33,10 @@ def read_groups(
     if directory is None:
         return
     if slack is not None:
+        from adapters.slack.groups import SlackGroups
+
         directory.add("slack:", SlackGroups(slack))
     if teams is not None and teams.config.authenticated:
+        from adapters.teams.groups import EntraGroups
+
         directory.add("entra:", EntraGroups.for_app(teams.app))

@@ -8,9 +8,9 @@ import gc
 import logging
 import signal
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from adapters.admin.app import AdminConsole, open_console
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
@@ -20,11 +20,8 @@ from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
-from adapters.slack.app import SlackAdapter, slack_client
-from adapters.slack.people import SlackPeople
 from adapters.startup import database_step, listening_step, slack_step
-from adapters.teams.app import TeamsAdapter, teams_config
-from adapters.teams.people import TeamsPeople
+from adapters.teams.config import teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.audit_chain import AuditSealer, ChainCheck
@@ -39,6 +36,13 @@ from bot.store.escalations import EscalationTables
 from bot.store.votes import VoteTables
 from bot.tools.gates import approval_gate
 from bot.tools.grants import Grants
+
+# Each surface's SDK (seconds to import) is imported when the settings say it is served.
+if TYPE_CHECKING:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    from adapters.slack.app import SlackAdapter
+    from adapters.teams.app import TeamsAdapter
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +70,12 @@ def people_names(slack: SlackAdapter | None, teams: TeamsAdapter | None) -> Peop
     """People's names from the surfaces served (the admin console shows people by them)."""
     directories: list[PeopleDirectory] = []
     if slack is not None:
+        from adapters.slack.people import SlackPeople
+
         directories.append(SlackPeople(slack.client))
     if teams is not None:
+        from adapters.teams.people import TeamsPeople
+
         directories.append(TeamsPeople(teams.people))
     return PeopleNames(directories)
 
@@ -155,6 +163,8 @@ async def build_service(settings: Settings) -> Service:
     human.handler.on_escalation_armed = escalations.poke
     slack = None
     if slack_secrets is not None:
+        from adapters.slack.app import SlackAdapter, slack_client
+
         token, secret = slack_secrets
         slack = SlackAdapter(
             bridge=bridge,
@@ -170,6 +180,8 @@ async def build_service(settings: Settings) -> Service:
                       escalations=escalations)  # fmt: skip
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
     if teams is not None:
+        from adapters.teams.app import TeamsAdapter
+
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
             config=teams, router=router, grants=grants, copies=copies,
@@ -290,6 +302,8 @@ async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocke
     """Socket Mode when SLACK_APP_TOKEN is set: Slack connects out, no public URL needed."""
     if settings.slack_app_token is None or service.slack is None:
         return None
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
     token = settings.slack_app_token.get_secret_value()
     handler = AsyncSocketModeHandler(service.slack.app, token)
     with slack_step(settings.slack_api_url, "SLACK_APP_TOKEN"):

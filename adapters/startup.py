@@ -16,12 +16,6 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import aiohttp
-from pydantic import ValidationError
-from slack_sdk.errors import SlackApiError
-
-from adapters.settings import settings_problem, shown_url, sqlite_path
-from adapters.slack.calls import slack_error
 from adapters.terminal import safe
 from bot import ConfigurationError
 from bot.tools.sources import ToolSourceError
@@ -49,6 +43,11 @@ class Explained:
 
 def explain(err: BaseException) -> Explained:
     """The one line and exit status for a failure (a traceback is for --debug)."""
+    # Imported here, as in each step below: the CLI's every command imports this module.
+    from pydantic import ValidationError
+
+    from adapters.settings import settings_problem
+
     if isinstance(err, StartupError):
         return Explained(safe(err), err.status)
     if isinstance(err, ConfigurationError):
@@ -108,6 +107,11 @@ def tools_step() -> Iterator[None]:
 @contextlib.contextmanager
 def slack_step(api_url: str | None, variable: str = "SLACK_BOT_TOKEN") -> Iterator[None]:
     """A first call to Slack's Web API (who the bot is, a Socket Mode connection)."""
+    import aiohttp
+    from slack_sdk.errors import SlackApiError
+
+    from adapters.slack.calls import slack_error
+
     where = api_url or "https://slack.com/api/"
     try:
         yield
@@ -128,6 +132,8 @@ def slack_step(api_url: str | None, variable: str = "SLACK_BOT_TOKEN") -> Iterat
 
 
 def _database_failure(err: Exception, url: str) -> StartupError:
+    from adapters.settings import shown_url, sqlite_path
+
     shown = shown_url(url)
     for cause in _chain(err):
         if _postgres_said(cause, "InvalidCatalogNameError"):

@@ -1,32 +1,42 @@
 """hitl-bridge core: the human-input primitive, human tools, the agent loop and the store.
 
 The public names follow the seed (RoomKit's human-in-the-loop tools); `Bridge` is its `kit`.
+
+Each name is imported on first use (PEP 562 `__getattr__`), not with the package: `import
+bot.client`, or a command that runs no agent, does not pay for the agent, the store and their
+SDKs (seconds). `from bot import AIChannel` works as ever.
 """
 
-from bot.agent import AIChannel, AIProvider, AnthropicAIProvider, AssistantTurn
-from bot.bridge import Bridge
-from bot.errors import (
-    AnswerInvalidError,
-    ConfigurationError,
-    HumanInputRejectedError,
-    ToolFailedError,
-    ToolRefusedError,
-    UndeliverableError,
-    UnservedToolCallError,
-)
-from bot.hooks import HookContext, HookExecution, HookResult, HookTrigger, ToolCallEvent
-from bot.human_input import (
-    HumanInputHandler,
-    PendingInput,
-    PendingInputEvent,
-    PendingInputStatus,
-    RenderState,
-    RequestUpdate,
-)
-from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
-from bot.surfaces import Surface
-from bot.tool_context import ToolCallContext, current_tool_actor_id, tool_turn_context
-from bot.tools import AITool, ToolHandler, compose_tool_handlers
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.agent import AIChannel, AIProvider, AnthropicAIProvider, AssistantTurn
+    from bot.bridge import Bridge
+    from bot.errors import (
+        AnswerInvalidError,
+        ConfigurationError,
+        HumanInputRejectedError,
+        ToolFailedError,
+        ToolRefusedError,
+        UndeliverableError,
+        UnservedToolCallError,
+    )
+    from bot.hooks import HookContext, HookExecution, HookResult, HookTrigger, ToolCallEvent
+    from bot.human_input import (
+        HumanInputHandler,
+        PendingInput,
+        PendingInputEvent,
+        PendingInputStatus,
+        RenderState,
+        RequestUpdate,
+    )
+    from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
+    from bot.surfaces import Surface
+    from bot.tool_context import ToolCallContext, current_tool_actor_id, tool_turn_context
+    from bot.tools import AITool, ToolHandler, compose_tool_handlers
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -63,3 +73,53 @@ __all__ = [
     "current_tool_actor_id",
     "tool_turn_context",
 ]
+
+# The module that defines each public name.
+_MODULES = {
+    "AIChannel": "bot.agent",
+    "AIProvider": "bot.agent",
+    "AnthropicAIProvider": "bot.agent",
+    "AssistantTurn": "bot.agent",
+    "Bridge": "bot.bridge",
+    "AnswerInvalidError": "bot.errors",
+    "ConfigurationError": "bot.errors",
+    "HumanInputRejectedError": "bot.errors",
+    "ToolFailedError": "bot.errors",
+    "ToolRefusedError": "bot.errors",
+    "UndeliverableError": "bot.errors",
+    "UnservedToolCallError": "bot.errors",
+    "HookContext": "bot.hooks",
+    "HookExecution": "bot.hooks",
+    "HookResult": "bot.hooks",
+    "HookTrigger": "bot.hooks",
+    "ToolCallEvent": "bot.hooks",
+    "HumanInputHandler": "bot.human_input",
+    "PendingInput": "bot.human_input",
+    "PendingInputEvent": "bot.human_input",
+    "PendingInputStatus": "bot.human_input",
+    "RenderState": "bot.human_input",
+    "RequestUpdate": "bot.human_input",
+    "BUILTIN_TOOLS": "bot.human_tools",
+    "HumanInputToolHandler": "bot.human_tools",
+    "HumanTool": "bot.human_tools",
+    "Surface": "bot.surfaces",
+    "ToolCallContext": "bot.tool_context",
+    "current_tool_actor_id": "bot.tool_context",
+    "tool_turn_context": "bot.tool_context",
+    "AITool": "bot.tools",
+    "ToolHandler": "bot.tools",
+    "compose_tool_handlers": "bot.tools",
+}
+
+if not TYPE_CHECKING:  # mypy reads the imports above: an unknown name stays an error
+
+    def __getattr__(name: str) -> object:
+        module = _MODULES.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # the next lookup does not come here
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | set(__all__))

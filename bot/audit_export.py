@@ -8,11 +8,12 @@ import csv
 import io
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.audit_query import AuditFilter, AuditLine
-from bot.store import audit_rows
-from bot.store.sql_store import SqlStore
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when rows are read, not by `--help`
+    from bot.store.sql_store import SqlStore
 
 FORMATS = ("csv", "jsonl")
 PAGE = 5000
@@ -32,6 +33,7 @@ async def audit_lines(
 ) -> AsyncIterator[AuditLine]:
     """Every row `wanted` matches (up to `limit`), oldest first unless `newest_first`. The
     next page is read while this one is consumed (the database works while we write)."""
+    from bot.store import audit_rows
 
     def read(after: int | None, left: int | None) -> asyncio.Future[list[AuditLine]]:
         size = page if left is None else min(page, left)

@@ -1,17 +1,21 @@
 """The model behind an agent: the Anthropic Messages API, streamed (the only module importing
-anthropic). A reply counts only once its `message_stop` has arrived."""
+anthropic). A reply counts only once its `message_stop` has arrived.
+
+The SDK is imported when an `AnthropicAIProvider` is made, not with this module: it costs
+seconds, and most commands (and the scripted model) never call the API.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import anthropic
-import httpx2  # the anthropic SDK's HTTP client: a connection dropped mid-stream raises its errors
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.tools import AITool
+
+if TYPE_CHECKING:
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,8 @@ class AnthropicAIProvider:
         max_retries: int = 2,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
+        import anthropic  # seconds to import: only when the API is used
+
         self.model = model
         self.max_tokens = max_tokens
         self._client = client or anthropic.AsyncAnthropic(
@@ -87,6 +93,10 @@ class AnthropicAIProvider:
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
     ) -> AssistantTurn:
+        # The anthropic SDK's HTTP client (loaded with it): a connection dropped mid-stream
+        # raises its errors.
+        import httpx2
+
         offered: Any = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools

@@ -28,7 +28,6 @@ from bot.human_tools import BUILTIN_TOOLS
 from bot.tools import AITool, ToolHandler
 from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
 from bot.tools.grants import GRANT_SECONDS
-from bot.tools.mcp_tools import McpServerSource
 from bot.tools.python_tools import PythonToolSource
 from bot.tools.sources import ToolSource
 
@@ -77,6 +76,9 @@ class AgentTools:
                 sources.append(PythonToolSource.load(config, index))
             else:
                 assert isinstance(source, McpSourceConfig)
+                # The MCP SDK (seconds to import) only for a file that lists MCP servers.
+                from bot.tools.mcp_tools import McpServerSource
+
                 sources.append(
                     McpServerSource(
                         source, folder=config.folder, elicitation=elicitation, **mcp_options

@@ -35,7 +35,8 @@ from pydantic import ValidationError
 from adapters.console.demo import SYSTEM_PROMPT
 from adapters.server import build_web_app
 from adapters.settings import Settings
-from adapters.teams.app import UNAUTHENTICATED_WARNING, TeamsAdapter, TeamsConfig, teams_config
+from adapters.teams.app import UNAUTHENTICATED_WARNING, TeamsAdapter
+from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, HumanInputToolHandler
 from bot.access import AnswerPolicy
 from bot.records import RequestStatus
