@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
 from adapters.server import build_web_app
 from adapters.settings import Settings, shown_url
-from adapters.startup import database_step, listening_step, slack_step
+from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
@@ -39,9 +40,8 @@ from bot.tools.grants import Grants
 
 # Each surface's SDK (seconds to import) is imported when the settings say it is served.
 if TYPE_CHECKING:
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
     from adapters.slack.app import SlackAdapter
+    from adapters.slack.socket_mode import SocketMode
     from adapters.teams.app import TeamsAdapter
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,15 @@ class Server:
         self.service = service
         self.runner = runner
         self._stopped = False
-        self.socket_mode: AsyncSocketModeHandler | None = None
+        self.socket_mode: SocketMode | None = None
+        self.stopping = asyncio.Event()  # set by a signal, or a failure it cannot go on after
+        self.failure: StartupError | None = None  # that failure: serve exits with its line
+
+    def fail(self, failure: StartupError) -> None:
+        """Stop serving for a failure no retry mends (Slack refused SLACK_APP_TOKEN)."""
+        if self.failure is None:
+            self.failure = failure
+        self.stopping.set()
 
     @classmethod
     async def start(cls, settings: Settings) -> Server:
@@ -245,7 +253,7 @@ class Server:
             service.sealer.start()
             if service.doors is not None:
                 await service.doors.start()
-            server.socket_mode = await _start_socket_mode(settings, service)
+            server.socket_mode = await _start_socket_mode(settings, service, server.fail)
         except BaseException:
             await server.stop()
             raise
@@ -286,29 +294,31 @@ async def serve(settings: Settings) -> int:
     # the event loop, and so every ack, for 100-250 ms under load (bench/slack_ack_latency.py).
     gc.collect()
     gc.freeze()
-    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
+        loop.add_signal_handler(signum, server.stopping.set)
     log.warning("hitl-bridge serving on %s", server.url)
     try:
-        await stopping.wait()
+        await server.stopping.wait()
     finally:
         await server.stop()
+    if server.failure is not None:
+        raise server.failure
     return 0
 
 
-async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocketModeHandler | None:
-    """Socket Mode when SLACK_APP_TOKEN is set: Slack connects out, no public URL needed."""
+async def _start_socket_mode(
+    settings: Settings, service: Service, refused: Callable[[StartupError], None]
+) -> SocketMode | None:
+    """Socket Mode when SLACK_APP_TOKEN is set: Slack connects out, no public URL needed.
+    A token Slack refuses stops the start, or later (`refused`) the service."""
     if settings.slack_app_token is None or service.slack is None:
         return None
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    from adapters.slack.socket_mode import SocketMode
 
     token = settings.slack_app_token.get_secret_value()
-    handler = AsyncSocketModeHandler(service.slack.app, token)
     with slack_step(settings.slack_api_url, "SLACK_APP_TOKEN"):
-        await handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in slack-bolt
-    return handler
+        return await SocketMode.start(service.slack.app, token, refused)
 
 
 async def _close(service: Service) -> None:
