@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from bot.store import SqlStore
 
 ARGUMENTS_SHOWN = 120  # characters of a pending request's arguments that `pending` prints
+OUR_LOGGERS = ("adapters", "bot")  # `serve` logs theirs at HITL_LOG_LEVEL, the rest's warnings
 AGENT_HELP = "the agent file: prompt, model, human tools, MCP servers (default HITL_AGENT_FILE)"
 
 
@@ -147,6 +148,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         from adapters.serve import serve
 
+        if not args.verbose:  # else everything is logged already
+            for ours in OUR_LOGGERS:
+                logging.getLogger(ours).setLevel(settings.log_level)
         return await serve(settings)
     if args.command == "db":
         from adapters.settings import shown_url

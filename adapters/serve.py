@@ -7,25 +7,30 @@ import contextlib
 import gc
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
+from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
 from adapters.http_limits import AppRunner
+from adapters.mcp.server import PATH as MCP_PATH
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
-from adapters.server import build_web_app
+from adapters.server import SLACK_PATH, TEAMS_PATH, build_web_app
 from adapters.settings import Settings, shown_url
-from adapters.startup import database_step, listening_step, slack_step
-from adapters.teams.config import teams_config
+from adapters.startup import StartupError, database_step, listening_step, slack_step
+from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.audit_chain import AuditSealer, ChainCheck
 from bot.escalations import Escalations
+from bot.human_input.log_lines import log_transition
 from bot.human_tools import BUILTIN_TOOLS
 from bot.people import PeopleDirectory, PeopleNames
 from bot.policies.delivery import Delivery
@@ -39,9 +44,8 @@ from bot.tools.grants import Grants
 
 # Each surface's SDK (seconds to import) is imported when the settings say it is served.
 if TYPE_CHECKING:
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
     from adapters.slack.app import SlackAdapter
+    from adapters.slack.socket_mode import SocketMode
     from adapters.teams.app import TeamsAdapter
 
 log = logging.getLogger(__name__)
@@ -100,6 +104,23 @@ def _slack_if_set(settings: Settings) -> tuple[str, str] | None:
     return check_slack_settings(settings)
 
 
+NO_SURFACE = (
+    "hitl-bridge serve needs Slack or Teams: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET "
+    "for Slack, or TEAMS_CLIENT_ID and TEAMS_CLIENT_SECRET for Teams (both sets: both); to "
+    "try it in this terminal without either, run `hitl-bridge demo`"
+)
+
+
+def _surfaces(settings: Settings) -> tuple[tuple[str, str] | None, TeamsConfig | None]:
+    """Slack's token and secret, and Teams' configuration: each None when it is not set up,
+    ConfigurationError when neither is (or one is half set up)."""
+    teams = teams_config(settings)
+    slack = _slack_if_set(settings)
+    if slack is None and teams is None:
+        raise ConfigurationError(NO_SURFACE)
+    return slack, teams
+
+
 # -- end Teams --------------------------------------------------------------------------------
 
 
@@ -121,8 +142,7 @@ class Service:
 
 
 async def build_service(settings: Settings) -> Service:
-    teams = teams_config(settings)
-    slack_secrets = check_slack_settings(settings) if teams is None else _slack_if_set(settings)
+    slack_secrets, teams = _surfaces(settings)
     settings, config = read_agent_file(settings)
     check_model_settings(settings)
     deciders = open_deciders(settings)  # the policy file read before anything is opened
@@ -141,6 +161,7 @@ async def build_service(settings: Settings) -> Service:
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
     human = agent.human
+    human.handler.add_observer(log_transition)  # a line per request asked and settled
     grants = Grants(store)
     gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
     channel = agent.channel("slack", make_provider(settings), gate=gate)
@@ -203,7 +224,15 @@ class Server:
         self.service = service
         self.runner = runner
         self._stopped = False
-        self.socket_mode: AsyncSocketModeHandler | None = None
+        self.socket_mode: SocketMode | None = None
+        self.stopping = asyncio.Event()  # set by a signal, or a failure it cannot go on after
+        self.failure: StartupError | None = None  # that failure: serve exits with its line
+
+    def fail(self, failure: StartupError) -> None:
+        """Stop serving for a failure no retry mends (Slack refused SLACK_APP_TOKEN)."""
+        if self.failure is None:
+            self.failure = failure
+        self.stopping.set()
 
     @classmethod
     async def start(cls, settings: Settings) -> Server:
@@ -245,7 +274,7 @@ class Server:
             service.sealer.start()
             if service.doors is not None:
                 await service.doors.start()
-            server.socket_mode = await _start_socket_mode(settings, service)
+            server.socket_mode = await _start_socket_mode(settings, service, server.fail)
         except BaseException:
             await server.stop()
             raise
@@ -256,6 +285,26 @@ class Server:
     def url(self) -> str:
         host, port = self.runner.addresses[0][:2]
         return f"http://{host}:{port}"
+
+    def serving_line(self) -> str:
+        """What is served where, in one line: the surfaces, the doors, the address, the
+        database (its password as ***) and this worker's name. No secret is in it."""
+        service = self.service
+        surfaces = []
+        if service.slack is not None:
+            how = "Socket Mode" if self.socket_mode is not None else f"HTTP {SLACK_PATH}"
+            surfaces.append(f"Slack ({how})")
+        if service.teams is not None:
+            surfaces.append(f"Teams ({TEAMS_PATH})")
+        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}"] if service.doors is not None else []
+        if service.admin is not None:
+            doors.append(f"admin console {ADMIN_PATH}")
+        runs = service.bridge.runs
+        return (
+            f"hitl-bridge serving on {self.url} ({', '.join(surfaces)}; doors: "
+            f"{', '.join(doors) or 'none'}; database {shown_url(self.settings.database_url)}; "
+            f"worker {runs.worker_id if runs is not None else 'unnamed'})"
+        )
 
     async def stop(self) -> None:
         """Stop taking requests, let those in flight (acks) finish, then close the rest.
@@ -286,29 +335,31 @@ async def serve(settings: Settings) -> int:
     # the event loop, and so every ack, for 100-250 ms under load (bench/slack_ack_latency.py).
     gc.collect()
     gc.freeze()
-    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
-    log.warning("hitl-bridge serving on %s", server.url)
+        loop.add_signal_handler(signum, server.stopping.set)
+    log.info("%s", server.serving_line())
     try:
-        await stopping.wait()
+        await server.stopping.wait()
     finally:
         await server.stop()
+    if server.failure is not None:
+        raise server.failure
     return 0
 
 
-async def _start_socket_mode(settings: Settings, service: Service) -> AsyncSocketModeHandler | None:
-    """Socket Mode when SLACK_APP_TOKEN is set: Slack connects out, no public URL needed."""
+async def _start_socket_mode(
+    settings: Settings, service: Service, refused: Callable[[StartupError], None]
+) -> SocketMode | None:
+    """Socket Mode when SLACK_APP_TOKEN is set: Slack connects out, no public URL needed.
+    A token Slack refuses stops the start, or later (`refused`) the service."""
     if settings.slack_app_token is None or service.slack is None:
         return None
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    from adapters.slack.socket_mode import SocketMode
 
     token = settings.slack_app_token.get_secret_value()
-    handler = AsyncSocketModeHandler(service.slack.app, token)
     with slack_step(settings.slack_api_url, "SLACK_APP_TOKEN"):
-        await handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in slack-bolt
-    return handler
+        return await SocketMode.start(service.slack.app, token, refused)
 
 
 async def _close(service: Service) -> None:

@@ -17,6 +17,7 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
 # mapped to those drivers).
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "sqlite", "postgresql+asyncpg", "postgresql", "postgres")
 MIN_ADMIN_SECRET = 24  # characters of HITL_ADMIN_TOKEN and HITL_ADMIN_SESSION_KEY, at least
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")  # HITL_LOG_LEVEL
 SCRIPTED_MODEL = "scripted"  # HITL_MODEL: the scripted demo model (bot/scripted.py), no API
 
 
@@ -73,6 +74,9 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(None, alias="HITL_ADMIN_TOKEN")
     admin_session_key: SecretStr | None = Field(None, alias="HITL_ADMIN_SESSION_KEY")
     admin_cookie_secure: bool | None = Field(None, alias="HITL_ADMIN_COOKIE_SECURE")
+    # What `serve` logs of its own (a line at start, one per request asked and settled at
+    # INFO); the libraries it uses log their warnings only. `--verbose` logs everything.
+    log_level: str = Field("INFO", alias="HITL_LOG_LEVEL")
 
     @property
     def scripted_model(self) -> bool:
@@ -95,6 +99,14 @@ class Settings(BaseSettings):
                 "postgresql+asyncpg:// (a PostgreSQL server)"
             )
         return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _a_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return level
 
     @field_validator("mcp_default_to")
     @classmethod

@@ -277,6 +277,24 @@ def failing(case: str, tmp_path: Path, migrated: str, taken: int, closed: int) -
             ["serve", "--agent", str(agent_file(tmp_path / "wrong.yaml", "model: [a, b]\n"))],
             serving(migrated), 2, [f"{tmp_path / 'wrong.yaml'}:1: model: "],
         ),
+        "policy-file-bomb": (
+            ["serve"], serving(migrated, HITL_POLICY_FILE=str(agent_file(
+                tmp_path / "bomb.yaml", BOMB))), 2,
+            [f"{tmp_path / 'bomb.yaml'}:", "the policy file has aliases that expand to more"],
+        ),
+        "agent-file-bomb": (
+            ["serve", "--agent", str(agent_file(tmp_path / "bomb.yaml", BOMB))], serving(migrated),
+            2, [f"{tmp_path / 'bomb.yaml'}:", "the agent file has aliases that expand to more"],
+        ),
+        "policy-file-too-big": (
+            ["serve"], serving(migrated, HITL_POLICY_FILE=str(agent_file(
+                tmp_path / "big.yaml", "#" * 1_000_001))), 2,
+            [f"{tmp_path / 'big.yaml'}: the policy file is larger than 1,000,000 bytes"],
+        ),
+        "log-level-unknown": (
+            ["serve"], serving(migrated, HITL_LOG_LEVEL="loud"), 2,
+            ["HITL_LOG_LEVEL", "DEBUG, INFO, WARNING, ERROR"],
+        ),
         "mcp-server-fails": (
             ["serve"], serving(migrated, HITL_AGENT_FILE=str(agent_file(
                 tmp_path / "fails.yaml", f"tools:\n  - mcp: {{command: {FAILING}, name: ops}}\n",
@@ -290,6 +308,10 @@ def failing(case: str, tmp_path: Path, migrated: str, taken: int, closed: int) -
 
 
 FAILING = "[python, -c, 'exit(3)']"  # an MCP server that exits at once
+# A billion laughs: nine aliases of nine aliases ... of "lol", a billion nodes if written out.
+BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
 
 
 def agent_file(path: Path, text: str) -> Path:
@@ -301,7 +323,8 @@ CASES = [
     "sqlite-dir-missing-pending", "sqlite-dir-missing-upgrade", "sqlite-dir-missing-serve",
     "postgres-database-missing", "unknown-scheme", "port-out-of-range", "port-not-a-number",
     "port-in-use", "slack-unreachable", "pending-unmigrated", "audit-unmigrated",
-    "serve-unmigrated", "usage", "agent-file-wrong", "mcp-server-fails",
+    "serve-unmigrated", "usage", "agent-file-wrong", "mcp-server-fails", "policy-file-bomb",
+    "agent-file-bomb", "policy-file-too-big", "log-level-unknown",
 ]  # fmt: skip
 
 

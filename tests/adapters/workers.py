@@ -283,6 +283,31 @@ class Cluster:
         environment variables (HITL_LEASE_SECONDS=1 and HITL_TIMEOUT_SECONDS=60 unless given;
         HITL_TEAMS_ALLOW_UNAUTHENTICATED=1 serves Teams too). `module` is what runs `serve`:
         the CLI, or a variant of it from the tests (STALLS_AFTER_ACK)."""
+        worker = await self.spawn(name, module=module, **settings)
+        process = worker.process
+
+        async def serving() -> str | None:
+            if process.returncode is not None:
+                raise RuntimeError(
+                    f"worker {name} exited with {process.returncode}:\n{worker.log()}"
+                )
+            found = _SERVING.search(worker.log())
+            return found.group(1) if found else None
+
+        worker.url = await eventually(serving, f"worker {name} serving", START_TIMEOUT)
+
+        async def healthy() -> bool:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with self.http.get(f"{worker.url}/healthz") as response:
+                    return response.status == 200
+            return False
+
+        await eventually(healthy, f"worker {name} healthy", START_TIMEOUT)
+        return worker
+
+    async def spawn(self, name: str, *, module: str = "adapters.cli", **settings: Any) -> Worker:
+        """`hitl-bridge serve` started, not waited for (see `start_worker`): its `url` is ""
+        until it says where it serves; for a start that is to fail, `await process.wait()`."""
         env = {
             k: v
             for k, v in os.environ.items()
@@ -316,24 +341,6 @@ class Cluster:
         )  # fmt: skip
         worker = Worker(name, process, "", log_path)
         self.workers.append(worker)
-
-        async def serving() -> str | None:
-            if process.returncode is not None:
-                raise RuntimeError(
-                    f"worker {name} exited with {process.returncode}:\n{worker.log()}"
-                )
-            found = _SERVING.search(worker.log())
-            return found.group(1) if found else None
-
-        worker.url = await eventually(serving, f"worker {name} serving", START_TIMEOUT)
-
-        async def healthy() -> bool:
-            with contextlib.suppress(aiohttp.ClientError):
-                async with self.http.get(f"{worker.url}/healthz") as response:
-                    return response.status == 200
-            return False
-
-        await eventually(healthy, f"worker {name} healthy", START_TIMEOUT)
         return worker
 
     async def kill(self, worker: Worker) -> None:

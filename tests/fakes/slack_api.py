@@ -13,6 +13,10 @@ against Slack's Block Kit limits (``block_errors``/``view_errors``, usable on th
 when ``HITL_SLACK_SCHEMA_DIR`` names a folder with ``blockkit-{message,modal}.schema.json``
 and ``jsonschema`` is installed, against those schemas too. ``url_private`` of added files and
 ``new_response_url()`` are served by the fake as well, so nothing reaches the network.
+
+Socket Mode: ``apps.connections.open`` (only with ``fake.app_token``, an ``xapp-`` token, which
+no other method takes) hands out a WebSocket URL served by the fake; ``sockets`` are those
+connected, ``drop_sockets()`` closes them from Slack's side (as Slack does to refresh them).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from aiohttp import web
 
 __all__ = [
     "APP_ID",
+    "APP_TOKEN",
     "BOT_ID",
     "BOT_TOKEN",
     "BOT_USER_ID",
@@ -55,6 +60,7 @@ JSON = dict[str, Any]
 _T = TypeVar("_T")
 
 BOT_TOKEN = "xoxb-fake-bot-token"
+APP_TOKEN = "xapp-1-A0APP00001-fake-app-token"  # an app-level token: Socket Mode only
 TEAM_ID = "T0FAKE0001"
 TEAM_DOMAIN = "fake"
 BOT_USER_ID = "U0BOT00001"
@@ -327,6 +333,7 @@ class FakeSlack:
         self,
         *,
         token: str = BOT_TOKEN,
+        app_token: str = APP_TOKEN,
         team_id: str = TEAM_ID,
         team_name: str = "Fake Workspace",
         bot_user_id: str = BOT_USER_ID,
@@ -336,7 +343,8 @@ class FakeSlack:
         users: Mapping[str, str] | None = None,
         trigger_ttl: float = 3.0,
     ) -> None:
-        self.token, self.tokens = token, {token}
+        self.token, self.app_token, self.tokens = token, app_token, {token, app_token}
+        self.sockets: list[web.WebSocketResponse] = []  # Socket Mode connections, open ones
         self.team_id, self.team_name, self.app_id = team_id, team_name, app_id
         self.bot_user_id, self.bot_id, self.bot_name = bot_user_id, bot_id, bot_name
         self.trigger_ttl = trigger_ttl
@@ -381,6 +389,7 @@ class FakeSlack:
             "conversations.open": self._open,
             "conversations.info": self._conversation_info,
             "usergroups.users.list": self._usergroup_users,
+            "apps.connections.open": self._connections_open,
         }
 
     # -- lifecycle
@@ -390,6 +399,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/actions/{key:.+}", self._response_url)
         app.router.add_get("/files-pri/{key}/{name:.+}", self._file)
+        app.router.add_get("/link/", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -400,6 +410,7 @@ class FakeSlack:
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        await self.drop_sockets()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -492,6 +503,11 @@ class FakeSlack:
         fault = _Fault(status, error, body=body, content_type=content_type)
         self._faults[method].extend(dataclasses.replace(fault) for _ in range(times))
 
+    async def drop_sockets(self) -> None:
+        """Close every Socket Mode connection from Slack's side: the client reconnects."""
+        for socket in list(self.sockets):
+            await socket.close()
+
     # -- inspection
 
     def messages(self, channel: str) -> list[JSON]:
@@ -564,6 +580,8 @@ class FakeSlack:
                 raise SlackError("not_authed")
             if token not in self.tokens:
                 raise SlackError("invalid_auth")
+            if (token == self.app_token) != (method == "apps.connections.open"):
+                raise SlackError("not_allowed_token_type")
             if self._faults[method]:
                 fault = self._faults[method].popleft()
                 if fault.retry_after is not None:
@@ -622,6 +640,24 @@ class FakeSlack:
             async with self._changed:
                 self._changed.notify_all()
         return web.json_response({"ok": True})
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        """A Socket Mode connection: Slack's `hello`, then open until either side closes it."""
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self.sockets.append(socket)
+        await socket.send_json({"type": "hello", "num_connections": len(self.sockets),
+                                "connection_info": {"app_id": self.app_id}})  # fmt: skip
+        async with self._changed:
+            self._changed.notify_all()
+        try:
+            async for _ in socket:  # envelopes' acks: not looked at
+                pass
+        finally:
+            self.sockets.remove(socket)
+            async with self._changed:
+                self._changed.notify_all()
+        return socket
 
     async def _file(self, request: web.Request) -> web.Response:
         file_id = request.match_info["key"].rpartition("-")[2]
@@ -694,6 +730,11 @@ class FakeSlack:
             "user": self.bot_name, "team_id": self.team_id, "user_id": self.bot_user_id,
             "bot_id": self.bot_id, "is_enterprise_install": False,
         }  # fmt: skip
+
+    def _connections_open(self, args: JSON) -> JSON:
+        return {
+            "url": f"{self.url.replace('http://', 'ws://')}/link/?ticket={secrets.token_hex(8)}"
+        }
 
     def _users_info(self, args: JSON) -> JSON:
         if (user := self.users.get(str(args.get("user")))) is None:
