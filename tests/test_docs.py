@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,14 +46,16 @@ class Block:
 
 
 def blocks(language: str) -> list[Block]:
-    """The fenced blocks of `language` in every document, with the line each starts on."""
+    """The fenced blocks of `language` in every document (indented ones in lists too), with the
+    line each starts on."""
     found = []
+    fence = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.DOTALL | re.MULTILINE)
     for document in DOCUMENTS:
         text = document.read_text()
-        for match in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
-            if match.group(1) == language:
+        for match in fence.finditer(text):
+            if match.group(2) == language:
                 line = text.count("\n", 0, match.start()) + 1
-                found.append(Block(document, line, language, match.group(2)))
+                found.append(Block(document, line, language, textwrap.dedent(match.group(3))))
     return found
 
 
