@@ -1,6 +1,6 @@
-"""The doors of `serve` (DESIGN.md §7), composed: the HTTP API under /api/v1 and its webhooks,
-and the MCP server at /mcp, over one `Doors` (bot/doors.py) on the bridge's handler, store
-and surfaces."""
+"""The doors of `serve` (docs/api-and-mcp.md), composed: the HTTP API under /api/v1 and its
+webhooks, and the MCP server at /mcp, over one `Doors` (bot/doors.py) on the bridge's handler,
+store and surfaces."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What every route of the one aiohttp server shares: body limits, a body deadline, and how a
 request that cannot be served is answered and logged.
 
-The policy (DESIGN.md §10; issue 9), for Slack's, Teams' and every later route:
+The policy (issue 9), for Slack's, Teams' and every later route:
 
 - **401** a request that fails authentication, before its body is interpreted (each route
   authenticates in its own handler: Slack's signature, Teams' token);

@@ -169,7 +169,7 @@ async def build_service(settings: Settings) -> Service:
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
     # The doors ask with the built-in tools whatever the agent file offers the model.
     tools = {**BUILTIN_TOOLS, **human.tools}
-    # One router answers every surface's clicks, submissions and replies (DESIGN.md §3).
+    # One router answers every surface's clicks, submissions and replies.
     human.handler.lifetime_rule = deciders.lifetime  # a rule's `timeout_seconds`
     human.handler.expiry_answer = deciders.expiry_answer  # a rule's `on_timeout` answer
     router = Router(
@@ -310,7 +310,7 @@ class Server:
         """Stop taking requests, let those in flight (acks) finish, then close the rest.
 
         Open requests stay pending and runs are released for another worker (or this one,
-        restarted) to resume: a shutdown is not an answer (DESIGN.md §3). A second call does
+        restarted) to resume: a shutdown is not an answer. A second call does
         nothing (the store is closed by the first).
         """
         if self._stopped:

@@ -1,6 +1,7 @@
 """hitl-bridge core: the human-input primitive, human tools, the agent loop and the store.
 
-The public names follow the seed (RoomKit's human-in-the-loop tools); `Bridge` is its `kit`.
+The public names follow RoomKit's human-input primitive (docs/architecture.md); `Bridge` is its
+`kit`.
 
 Each name is imported on first use (PEP 562 `__getattr__`), not with the package: `import
 bot.client`, or a command that runs no agent, does not pay for the agent, the store and their

@@ -1,4 +1,4 @@
-"""Who may answer a request (DESIGN.md §4): its actor, configured approvers and admins."""
+"""Who may answer a request: its actor, configured approvers and admins."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The composition root of the core: channels, hooks, the store, deadlines and the surfaces.
 
-The seed calls it `kit`: `register_channel(ai)` and `@bridge.hook(...)` work as there. A
+RoomKit calls it `kit`: `register_channel(ai)` and `@bridge.hook(...)` work as there. A
 surface (Slack, Teams, the console) joins with `attach(surface)`: it then hears every
 transition of the requests in its rooms and speaks for runs resumed there (bot/surfaces.py).
 """

@@ -1,4 +1,4 @@
-"""Who is in a group (DESIGN.md §8): policies name approvers as principals, and a click is
+"""Who is in a group (docs/policies.md): policies name approvers as principals, and a click is
 checked against the group's members at click time.
 
 A group is named as its principal is written, its prefix saying which source reads it

@@ -1,4 +1,4 @@
-"""Escalation ladders (DESIGN.md §4, §8): each step fired at its offset, once, on any worker.
+"""Escalation ladders (docs/policies.md): each step fired at its offset, once, on any worker.
 
 An open request whose policy rule has `escalate` steps carries in its row how many have fired
 (`escalation_step`) and when the next is due (`next_escalation_at`): durable deadlines, swept

@@ -1,4 +1,4 @@
-"""Hooks: code the host runs at fixed points of a tool call (the seed's three triggers).
+"""Hooks: code the host runs at fixed points of a tool call (RoomKit's three triggers).
 
 SYNC hooks run in priority order and may block (and BEFORE_TOOL_USE may replace the
 arguments, under `metadata["arguments"]`); ASYNC hooks are observers started in the background.

@@ -241,7 +241,7 @@ class HumanInputToolHandler:
         self.timeout = timeout
         self.tools: dict[str, HumanTool] = {}
         # A tool declared by name is the developer's own: its arguments and answer pass as
-        # written (the seed's Quick Start declares its own AskUserQuestion). Only tools whose
+        # written (RoomKit's Quick Start declares its own AskUserQuestion). Only tools whose
         # models the project defines (`builtin()`, `tools=`) are validated.
         names = set(tool_names)
         definitions = {d.name: d for d in tool_definitions}

@@ -73,9 +73,9 @@ class EscalationState:
 
 @dataclass(slots=True)
 class PendingInput:
-    """One request for human input: the seed's `PendingInput`, and the store's row.
+    """One request for human input: RoomKit's `PendingInput`, and the store's row.
 
-    `pending_id` (the seed's name) and `id` (the store's) are the same value. Fields after
+    `pending_id` (RoomKit's name) and `id` (the store's) are the same value. Fields after
     `message_refs` are the handler's own and never compared.
     """
 

@@ -73,7 +73,7 @@ class SelectOptionArgs(_Args):
 
 
 class SelectOptionAnswer(_Model):
-    # camelCase: the seed's wire names, which the model reads.
+    # camelCase: RoomKit's and CopilotKit's wire names, which the model reads.
     selectedIndex: int
     selectedValue: str
 

@@ -1,11 +1,11 @@
-"""Where the conformance data is: Slack's and Teams' schemas (`../shared/conformance`, see
-its README), which the tests check what the bridge sends against.
+"""Where the conformance data is: Slack's Block Kit and Teams' Adaptive Card schemas, which the
+tests check what the bridge sends against.
 
-`HITL_CONFORMANCE_DIR` names the folder; `.ci/run` sets it. Set, the data is expected: a file
-missing from it fails the test that wanted it instead of skipping it, so a CI that lost the
-folder cannot pass by checking nothing. Unset, the folder beside the checkout is used when it
-is there (a developer's machine); without it, the tests that need the data skip and the fakes
-check what they can by themselves: the suite passes without it.
+A copy lives in tests/conformance_data (its README says where each file comes from, and under
+which licence), so a fresh clone checks everything. `HITL_CONFORMANCE_DIR` names another folder
+holding the same files (a newer copy, say); `.ci/run` sets it to the copy here, and set, the
+data is expected: a file missing from it fails the test that wanted it instead of skipping it,
+so a CI that lost the folder cannot pass by checking nothing.
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ import pytest
 
 ENV = "HITL_CONFORMANCE_DIR"
 ROOT = Path(__file__).resolve().parents[1]
-BESIDE = ROOT.parent / "shared" / "conformance"
+VENDORED = ROOT / "tests" / "conformance_data"
 
 FILES = (
     "slack/blockkit-message.schema.json",
     "slack/blockkit-modal.schema.json",
-    "slack/web-api.openapi.json",
     "teams/adaptive-card-1.5.schema.json",
-    "teams/bot-connector.swagger.json",
 )
 
 
@@ -35,14 +33,14 @@ def expected() -> bool:
 
 def conformance_dir() -> Path | None:
     """The folder: HITL_CONFORMANCE_DIR (failing the test if it is not a folder), else the
-    one beside the checkout if it exists, else None."""
+    copy in tests/conformance_data if it is there, else None."""
     root = os.environ.get(ENV)
     if root:
         path = Path(root)
         if not path.is_dir():
             pytest.fail(f"{ENV}={root} is not a folder", pytrace=False)
         return path
-    return BESIDE if BESIDE.is_dir() else None
+    return VENDORED if VENDORED.is_dir() else None
 
 
 def conformance_file(relative: str) -> Path | None:

@@ -1,4 +1,4 @@
-"""DESIGN.md §1's dependency rules, checked on the source (imports read with `ast`)."""
+"""The dependency rules of docs/architecture.md, checked on the source (imports read with `ast`)."""
 
 from __future__ import annotations
 

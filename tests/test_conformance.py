@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import ENV, FILES, conformance_file, expected
+from tests.conformance import ENV, FILES, VENDORED, conformance_file, expected
 
 
 @pytest.mark.parametrize("relative", FILES)
@@ -25,3 +25,11 @@ def test_a_missing_folder_fails_rather_than_skips(
     monkeypatch.setenv(ENV, f"{tmp_path}/absent")
     with pytest.raises(pytest.fail.Exception, match="is not a folder"):
         conformance_file("slack/blockkit-message.schema.json")
+
+
+@pytest.mark.parametrize("relative", FILES)
+def test_the_copy_in_the_repository_is_the_default(
+    monkeypatch: pytest.MonkeyPatch, relative: str
+) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    assert conformance_file(relative) == VENDORED / relative

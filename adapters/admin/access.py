@@ -1,4 +1,4 @@
-"""Who may see the admin console, and signing in and out (DESIGN.md §9).
+"""Who may see the admin console, and signing in and out (docs/audit-and-console.md).
 
 Every page but the sign-in form and the style sheet needs a session signed in with an admin
 token: one made by `hitl-bridge tokens create --admin` (still live: revoking it ends its

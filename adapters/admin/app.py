@@ -1,6 +1,6 @@
-"""The admin console under /admin (DESIGN.md §9): the requests and their decisions, filtered,
-paginated and exported as CSV or JSON (people by display name, bot/people.py, the id on
-hover); each request's timeline; the audit chain's status; the charts.
+"""The admin console under /admin (docs/audit-and-console.md): the requests and their
+decisions, filtered, paginated and exported as CSV or JSON (people by display name,
+bot/people.py, the id on hover); each request's timeline; the audit chain's status; the charts.
 
 Server-rendered with Jinja2 (autoescape on: every value a model or a person wrote is escaped),
 no script at all. Every /admin response carries the headers of SECURITY_HEADERS (a strict CSP

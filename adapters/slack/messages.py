@@ -1,6 +1,6 @@
-"""A request's message: the core's `RequestView` drawn as Block Kit (DESIGN.md §3).
+"""A request's message: the core's `RequestView` drawn as Block Kit.
 
-Pure (DESIGN.md §1 rule 4). What a request says, its controls and every sentence come from the
+Pure (no I/O, no await). What a request says, its controls and every sentence come from the
 view; this module only decides how Slack shows them: the title as a header, facts as sections
 and two-column fields, the status line as context, controls as buttons (a choice of up to five
 options as one button each, more as a `static_select`). Controls exist only while the request

@@ -1,4 +1,4 @@
-"""Modals: a core `Form` drawn with Slack's native inputs, one per field (DESIGN.md §3).
+"""Modals: a core `Form` drawn with Slack's native inputs, one per field.
 
 Pure. Each field kind (bot/requests/forms.py) gets the input Slack has for it; what each input
 submits is read back by `parse`, in the form `read_form` takes. A modal's `callback_id` names the

@@ -1,6 +1,6 @@
 """Adaptive Cards 1.5 for requests: the core's view of a request (bot/requests/view.py) drawn.
 
-Pure functions (DESIGN.md §1 rule 4) that return plain JSON dicts valid under the Adaptive Card
+Pure functions (no I/O) that return plain JSON dicts valid under the Adaptive Card
 1.5 schema. The core decides what a request says; this module decides only how it looks on a
 card: a heading, the facts (a fact without a label is body text, short ones a FactSet), the
 status line, the answer, a container coloured by severity, and the live controls.

@@ -1,4 +1,4 @@
-"""The Python client of the bridge's HTTP API (DESIGN.md §7): ask people from any program.
+"""The Python client of the bridge's HTTP API (docs/api-and-mcp.md): ask people from any program.
 
     from bot.client import HitlClient, RequestDeclined
 

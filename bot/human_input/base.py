@@ -95,7 +95,7 @@ class HandlerState(ABC):
         self.audience_of: Callable[[PendingInput], Audience | None] | None = None
         self.on_escalation_armed: Callable[[datetime], None] | None = None
         # Set while the worker shuts down: a wait cut then leaves its request pending, for the
-        # worker that resumes the run (DESIGN.md §3), instead of withdrawing it.
+        # worker that resumes the run, instead of withdrawing it.
         self.suspended = False
         # Every request's deadline, in one queue per timeout (bot/human_input/deadlines.py).
         self._deadlines = Deadlines(self._expire)

@@ -1,10 +1,10 @@
 """`HumanInputHandler`: create, wait for, resolve and reject requests for human input.
 
-The seed's primitive (seeds/roomkit-human-input-tools.md), assembled from one module per
+RoomKit's primitive (docs/architecture.md), assembled from one module per
 concern: waiting.py (wait and its cleanup), settling.py (the one transition out of pending),
 scopes.py (channels, notifiers, close), holding.py (several workers on one database) and
 observing.py (the surfaces). With a store attached, the database is the source of truth
-(DESIGN.md §4): every transition is a row before anyone is told.
+(docs/architecture.md): every transition is a row before anyone is told.
 """
 
 from __future__ import annotations

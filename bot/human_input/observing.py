@@ -37,7 +37,7 @@ class Observing(HandlerState):
         channel_type: str = "ai",
         actor_id: str | None = None,
     ) -> None:
-        """Tell observers a human tool's call is streaming in (the seed's inProgress)."""
+        """Tell observers a human tool's call is streaming in (CopilotKit's inProgress)."""
         call = PendingInput("", tool_name, arguments, room_id, tool_call_id, channel_id,
                             channel_type=channel_type, actor_id=actor_id)  # fmt: skip
         self._tell_observers(RequestUpdate.of(call, RenderState.IN_PROGRESS))

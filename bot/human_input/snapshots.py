@@ -1,6 +1,6 @@
 """What the handler tells: frozen views of the one request record, built by one mapping.
 
-`PendingInputEvent` goes to the notifier (the seed's ON_USER_INPUT_REQUIRED), `RequestUpdate`
+`PendingInputEvent` goes to the notifier (RoomKit's ON_USER_INPUT_REQUIRED), `RequestUpdate`
 to the observers (the chat surfaces). Each is a snapshot of a `PendingInput`, never the live
 request: `snapshot(view, request)` copies the fields the view declares, by name.
 """
@@ -24,7 +24,7 @@ from bot.records import PendingInput, RequestStatus
 
 
 class RenderState(StrEnum):
-    """What a surface shows for a request: the seed's three states plus our four endings."""
+    """What a surface shows for a request: CopilotKit's three states plus our four endings."""
 
     IN_PROGRESS = "inProgress"
     EXECUTING = "executing"
@@ -55,7 +55,7 @@ ASKED_BY_THE_BRIDGE = {
 
 def timeout_message(seconds: float, tool_name: str) -> str:
     """What the model (and a door's caller) reads of a request that expired unanswered: the
-    seed's words for a tool the model called, the prompt's label for one the bridge asked."""
+    RoomKit's words for a tool the model called, the prompt's label for one the bridge asked."""
     label = ASKED_BY_THE_BRIDGE.get(tool_name)
     if label is not None:
         return f"No answer within {seconds:g}s to {label}"

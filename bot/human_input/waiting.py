@@ -1,6 +1,6 @@
 """wait(): block until a request settles, replay an outcome already recorded, own the cleanup.
 
-The seed's rules: wait() retires the request once it has its outcome (the answer, the rejection,
+RoomKit's rules: wait() retires the request once it has its outcome (the answer, the rejection,
 the timeout); until then the request stays in the active set, however long ago it settled and
 whatever `retention` is, so an answer recorded before anyone waits is never lost. Once retired,
 the retention (filled when the outcome arrived) is what a later wait() replays.

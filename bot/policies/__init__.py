@@ -1,4 +1,4 @@
-"""Policies (DESIGN.md §8): the policy file (`HITL_POLICY_FILE`), read and validated, and which
+"""Policies (docs/policies.md): the policy file (`HITL_POLICY_FILE`), read and validated, and which
 of its rules a call asks under: who may approve, how many must, for how long, where it is shown;
 and who may drive the agent where.
 """

@@ -1,4 +1,4 @@
-"""Who may drive the agent: start or continue a turn in a conversation (DESIGN.md §8).
+"""Who may drive the agent: start or continue a turn in a conversation.
 
 The policy file's top-level `drivers:` lists rooms (globs over the core's room ids) and who may
 drive the agent in them; the first entry whose `room` matches applies, and a room no entry

@@ -1,4 +1,4 @@
-"""M-of-N approvals (DESIGN.md §8): a request's votes counted under its rule.
+"""M-of-N approvals (docs/policies.md): a request's votes counted under its rule.
 
 Under a rule with `required: N` a request settles as approved once N people allowed to answer
 it have approved; with `declines_required: M`, as declined once M have declined (one decline

@@ -1,4 +1,4 @@
-"""The one answering path (DESIGN.md §3): an interaction in, a tagged outcome out.
+"""The one answering path (docs/architecture.md): an interaction in, a tagged outcome out.
 
 A surface parses its payload into an `Interaction` (which request, who, what they did, the
 inputs) and draws the `Outcome` the router returns. Everything in between is decided here, once

@@ -1,4 +1,4 @@
-"""One view of a request in one state: what every surface draws (DESIGN.md §3).
+"""One view of a request in one state: what every surface draws.
 
 Slack's Block Kit, Teams' Adaptive Cards and the console each draw a `RequestView`; none of them
 decides what a request says. Live controls exist only while the request is pending, and every

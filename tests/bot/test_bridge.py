@@ -1,4 +1,4 @@
-"""The Bridge (the seed's `kit`): its Quick Start, observers, hooks and durable deadlines."""
+"""The Bridge (RoomKit's `kit`): its Quick Start, observers, hooks and durable deadlines."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ QUESTION = {"question": "What is your favourite colour?"}
 
 
 class WebSockets:
-    """What the seed's `ws_manager` stands for: notifications the app sends to people."""
+    """What RoomKit's `ws_manager` stands for: notifications the app sends to people."""
 
     def __init__(self) -> None:
         self.sent: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
@@ -42,7 +42,7 @@ async def test_the_seeds_quick_start(
     actor: str | None,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="bot.agent")
-    # The provider in the seed takes no base_url: the SDK reads this one from the environment.
+    # RoomKit's provider takes no base_url: the SDK reads this one from the environment.
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
     fake.script(reply_tool_use(ASK, QUESTION, id="toolu_1"), reply_text("Blue, lovely."))
     ws_manager = WebSockets()
@@ -51,7 +51,7 @@ async def test_the_seeds_quick_start(
     async def my_other_tools(name: str, arguments: dict[str, Any]) -> str:
         raise UnservedToolCallError(name)
 
-    # -- the seed's Quick Start, with its imports changed to bot ------------------------
+    # -- RoomKit's Quick Start, with its imports changed to bot -------------------------
     from bot import (
         AIChannel,
         AITool,
@@ -95,7 +95,7 @@ async def test_the_seeds_quick_start(
 
     # React when the AI asks for human input
     @kit.hook(HookTrigger.ON_USER_INPUT_REQUIRED, execution=HookExecution.SYNC)
-    async def notify_user(event, ctx):  # type: ignore[no-untyped-def]  # the seed's words
+    async def notify_user(event, ctx):  # type: ignore[no-untyped-def]  # RoomKit's words
         # Broadcast to frontend via WebSocket, REST, etc.
         # `actor_id` is who to ask: the participant whose turn raised the request.
         # `None` when the turn had no author — see the note below.
@@ -131,7 +131,7 @@ async def test_the_seeds_quick_start(
     assert first.tool_names == ["AskUserQuestion"]
     assert first.body["system"].startswith("You are a helpful assistant.")
     assert second.tool_results == [
-        # The seed declares its own AskUserQuestion by name: the answer reaches it verbatim.
+        # RoomKit declares its own AskUserQuestion by name: the answer reaches it verbatim.
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"answer": "blue"}'}
     ]
     await kit.close()

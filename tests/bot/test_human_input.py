@@ -1,4 +1,4 @@
-"""HumanInputHandler against its specification (seeds/roomkit-human-input-tools.md, DESIGN.md §2-3).
+"""HumanInputHandler against its specification (RoomKit's, in docs/architecture.md).
 
 Written from the spec, not from the implementation: every test asserts on the values a caller
 sees (answers, exception types and messages, booleans, observer updates, stored rows).
@@ -181,7 +181,7 @@ async def test_two_waiters_both_wake_on_timeout_with_the_exact_message(
 async def test_a_waiter_with_a_longer_timeout_wakes_with_the_request(
     handler: HumanInputHandler,
 ) -> None:
-    """One settle per request: when it times out, every waiter wakes (DESIGN.md §2)."""
+    """One settle per request: when it times out, every waiter wakes."""
     pending = await handler.create(TOOL, ARGS)
     short = asyncio.create_task(handler.wait(pending.pending_id, timeout=0.05))
     long = asyncio.create_task(handler.wait(pending.pending_id, timeout=30))
@@ -192,7 +192,7 @@ async def test_a_waiter_with_a_longer_timeout_wakes_with_the_request(
 async def test_integer_timeout_is_formatted_without_decimals(
     handler: HumanInputHandler, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`after 300s`, as the seed prints it; the loop's clock is moved, not waited for."""
+    """`after 300s`, as RoomKit prints it; the loop's clock is moved, not waited for."""
     loop = asyncio.get_running_loop()
     real_time = loop.time
     skew = [0.0]
@@ -274,7 +274,7 @@ async def test_retention_keeps_only_the_newest_outcomes() -> None:
     assert await handler.wait(third.pending_id, timeout=0.05) == "3"
 
 
-# -- the seed: an answer recorded before anyone waits is never lost -----------------------------
+# -- RoomKit: an answer recorded before anyone waits is never lost -----------------------------
 
 
 @pytest.mark.parametrize("retention", [0, 1, 128])

@@ -322,7 +322,7 @@ async def test_an_invalid_answer_leaves_the_request_answerable(
     with pytest.raises(AnswerInvalidError, match="Invalid answer") as invalid:
         BUILTIN_TOOLS[name].parse_answer(arguments, raw)
     assert problem in str(invalid.value)
-    # The seed's contract: any string, a bool back, never an exception for its content.
+    # RoomKit's contract: any string, a bool back, never an exception for its content.
     assert human.handler.resolve(update.pending_id, raw) is False
     assert update.pending_id in human.handler.pending
     assert not call.done()

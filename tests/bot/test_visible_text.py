@@ -47,7 +47,7 @@ def test_the_log_filter_writes_lines_as_visible_makes_them() -> None:
 def test_the_bridges_own_prompts_are_named_by_their_labels() -> None:
     assert set(ASKED_BY_THE_BRIDGE) == {GATE_TOOL, ELICIT_INPUT}
     assert timeout_message(2, GATE_TOOL) == "No answer within 2s to the permission prompt"
-    # The seed's words for a tool the model called by that name.
+    # RoomKit's words for a tool the model called by that name.
     assert timeout_message(300, "AskUserQuestion") == (
         "Human input timed out after 300s for tool 'AskUserQuestion'"
     )

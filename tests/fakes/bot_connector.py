@@ -1,7 +1,7 @@
 """A stateful fake of the Bot Framework Connector (the Teams side of a bot), on loopback.
 
 The bot's Teams SDK client is pointed at it through the activities' `serviceUrl`; it serves
-what the bot sends (see bot-connector.swagger.json):
+what the bot sends (the Bot Connector REST API, as botbuilder-python's Swagger document has it):
 
     POST /v3/conversations/{conversationId}/activities                 -> {"id": new id}
     POST /v3/conversations/{conversationId}/activities/{activityId}    -> a reply, {"id": new id}

@@ -307,7 +307,7 @@ def strings(node: Any) -> list[str]:
     return [n for n in walk(node) if isinstance(n, str)]
 
 
-# -- the conformance schemas (tests/conformance.py: HITL_CONFORMANCE_DIR, or ../shared) -------
+# -- the conformance schemas (tests/conformance.py: tests/conformance_data) ------------------
 
 
 @functools.cache

@@ -3,10 +3,8 @@
 An independent checker: it does not import the adapter's constants, so a wrong limit there is
 caught here. `card_problems` returns what is wrong (empty when valid); `assert_valid_card`
 fails a test with the whole list. `schema_problems` validates against the Adaptive Card 1.5
-JSON Schema kept next to this file.
-
-adaptive-card-1.5.schema.json: microsoft/AdaptiveCards (MIT), via ../shared/conformance/teams;
-a copy, so these tests pass on a fresh clone without ../shared.
+JSON Schema of microsoft/AdaptiveCards (MIT), copied in tests/conformance_data/teams (see its
+README).
 """
 
 from __future__ import annotations
@@ -14,12 +12,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-SCHEMA = Path(__file__).with_name("adaptive-card-1.5.schema.json")
+from tests.conformance import VENDORED
+
+SCHEMA = VENDORED / "teams" / "adaptive-card-1.5.schema.json"
 MESSAGE_LIMIT = 28_000  # Teams: ~28 KB for a whole message; the card alone must stay under
 REFRESH_USERS = 60  # Teams refreshes automatically for at most 60 users
 CARD_ACTIONS = 6  # Teams shows at most 6 card-level actions

@@ -28,6 +28,7 @@ from adapters.serve import Server
 from adapters.settings import Settings
 from bot.records import RequestRecord
 from bot.store import SqlStore, upgrade
+from tests.conformance import VENDORED
 from tests.fakes.anthropic_api import FakeAnthropic, RecordedRequest
 from tests.fakes.bot_connector import FakeBotConnector, card_errors, cards_of
 
@@ -36,9 +37,9 @@ WAIT = 5.0  # upper bound for anything a test awaits; only a broken test ever re
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 TENANT = "00000000-0000-0000-0000-0000000te4a7"
 BOT = {"id": "28:00000000-0000-0000-0000-000000000b07", "name": "hitl-bridge"}
-# The Adaptive Card 1.5 schema (a copy kept beside these tests): FakeBotConnector checks every
-# card the bot sends against it, and the tests check the cards of invoke responses.
-SCHEMAS = Path(__file__).parent
+# The Adaptive Card 1.5 schema (the copy in tests/conformance_data): FakeBotConnector checks
+# every card the bot sends against it, and the tests check the cards of invoke responses.
+SCHEMAS = VENDORED / "teams"
 
 JSON = dict[str, Any]
 

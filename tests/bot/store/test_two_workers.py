@@ -3,7 +3,7 @@
 Each worker is a `HumanInputHandler` on an `SqlStore` of its own (its own engine and pool), on
 SQLite always and on PostgreSQL when HITL_TEST_POSTGRES_URL is set (see conftest). On
 PostgreSQL each worker hears the other's NOTIFYs, as the bridge wires them; SQLite has none, so
-a holder hears proposals at its heartbeat. The rule under test (DESIGN.md §2): a resolve() or
+a holder hears proposals at its heartbeat. The rule under test (RoomKit's): a resolve() or
 answer() that returned True is the answer the waiter gets, and exactly one of them does.
 """
 
