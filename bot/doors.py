@@ -32,7 +32,6 @@ from bot.human_tools import HumanTool
 from bot.long_polls import Gone, LongPolls
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
 from bot.tools import approvals
-from bot.visible_text import visible_values
 
 log = logging.getLogger(__name__)
 
@@ -329,16 +328,14 @@ def _pending(record: RequestRecord | None) -> bool:
 
 
 def _validated(tool: HumanTool, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments as the tool's model reads them (and as people will: `visible`, so a
-    limit counts what is shown); DoorError with each bad field."""
+    """The arguments as the tool's model reads them (`HumanTool.validated`); DoorError with
+    each bad field."""
     try:
-        model = tool.arguments.model_validate(visible_values(arguments))
+        return tool.validated(arguments)
     except ValidationError as err:
         errors = {".".join(str(p) for p in e["loc"]) or "arguments": e["msg"] for e in err.errors()}
         listed = "; ".join(f"{k}: {v}" for k, v in errors.items())
         raise DoorError(f"invalid arguments for {tool.name}: {listed}", errors=errors) from None
-    dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
-    return dumped
 
 
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))

@@ -112,14 +112,20 @@ class HumanTool:
         schema = inline_refs(self.arguments.model_json_schema())
         return AITool(name=self.name, description=self.description, parameters=schema)
 
+    def validated(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as the tool's model reads them, or pydantic's ValidationError (each
+        caller words it for its reader). Validated as people will read them (`visible`): a
+        limit counts what is shown."""
+        model = self.arguments.model_validate(visible_values(arguments))
+        dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+        return dumped
+
     def parse_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The validated arguments, or ToolRefusedError with what is wrong. Validated as
-        people will read them (`visible`): a limit counts what is shown."""
+        """The validated arguments, or ToolRefusedError with what is wrong (for the model)."""
         try:
-            model = self.arguments.model_validate(visible_values(arguments))
+            return self.validated(arguments)
         except ValidationError as err:
             raise ToolRefusedError(f"Invalid arguments for '{self.name}': {_brief(err)}") from err
-        return model.model_dump(mode="json", exclude_none=True)
 
     def parse_answer(self, arguments: dict[str, Any], raw: str) -> str:
         """The answer as the model will read it (normalised JSON), or AnswerInvalidError."""
