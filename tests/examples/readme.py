@@ -48,6 +48,15 @@ def told(example: str) -> Told:
     return Told(install, env, run)
 
 
+def checked(example: str, package: str) -> Told:
+    """examples/<example>/README.md's commands, its install line checked against pyproject's
+    pin of `package` and its HITL_URL's port against serve's default."""
+    readme = told(example)
+    assert readme.install == ["pip", "install", "-e", ".", dev_requirement(package)]
+    assert port_of(readme.env["HITL_URL"]) == serve_port()
+    return readme
+
+
 def _lines(script: str) -> list[str]:
     """The block's commands, a line continued by a backslash joined to the next."""
     return [line for line in script.replace("\\\n", " ").splitlines() if line.strip()]

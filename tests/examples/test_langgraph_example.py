@@ -11,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from bot.client import HitlClient, RequestDeclined
 from examples.langgraph import graph
 from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
-from tests.examples.readme import dev_requirement, port_of, run_as_told, serve_port, told
+from tests.examples.readme import checked, run_as_told
 
 WITHIN = 10.0  # seconds a run may take here
 FEEDBACK = "Say 'within 24 hours' and link the payouts FAQ."
@@ -50,9 +50,7 @@ async def test_a_declined_question_leaves_the_graph_paused_at_its_interrupt() ->
 
 
 async def test_the_readme_s_commands_run_the_graph_against_serve() -> None:
-    readme = told("langgraph")
-    assert readme.install == ["pip", "install", "-e", ".", dev_requirement("langgraph")]
-    assert port_of(readme.env["HITL_URL"]) == serve_port()
+    readme = checked("langgraph", "langgraph")
     async with bridge(reviewer) as hitl:
         to_this_bridge = {"HITL_URL": hitl.url, "HITL_TOKEN": hitl.token, "HITL_TO": TO}
         ran = await run_as_told(readme.run, {**readme.env, **to_this_bridge})

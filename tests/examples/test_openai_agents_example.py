@@ -13,7 +13,7 @@ from agents import RunConfig, Runner
 from bot.client import HitlClient
 from examples.openai_agents import agent
 from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
-from tests.examples.readme import dev_requirement, port_of, run_as_told, serve_port, told
+from tests.examples.readme import checked, run_as_told
 
 WITHIN = 10.0  # seconds a run may take here
 CALL = 'deploy({"service": "payments", "version": "v2"})'
@@ -66,9 +66,7 @@ async def test_the_scripted_model_streams_the_same_call() -> None:
 
 
 async def test_the_readme_s_commands_run_the_agent_against_serve() -> None:
-    readme = told("openai_agents")
-    assert readme.install == ["pip", "install", "-e", ".", dev_requirement("openai-agents")]
-    assert port_of(readme.env["HITL_URL"]) == serve_port()
+    readme = checked("openai_agents", "openai-agents")
     async with bridge(approver) as hitl:
         to_this_bridge = {"HITL_URL": hitl.url, "HITL_TOKEN": hitl.token, "HITL_TO": TO}
         no_key = {"OPENAI_API_KEY": ""}  # the README's default: the local ScriptedModel
