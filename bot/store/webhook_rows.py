@@ -98,14 +98,16 @@ def _due(skipped: Collection[str]) -> Executable:
     )
 
 
-# The claim: still the attempt count read, still claimable (another worker may have won it).
+# A row as it was read: the attempt count unchanged, still claimable (another worker may
+# have won it meanwhile).
+_AS_READ = (
+    deliveries.c.id == bindparam("b_id"),
+    deliveries.c.attempts == bindparam("b_seen"),
+    _claimable("b_now"),
+)
 TAKE = (
     update(deliveries)
-    .where(
-        deliveries.c.id == bindparam("b_id"),
-        deliveries.c.attempts == bindparam("b_seen"),
-        _claimable("b_now"),
-    )
+    .where(*_AS_READ)
     .values(
         attempts=bindparam("b_attempts"),
         first_at=bindparam("b_first"),
@@ -131,16 +133,7 @@ FINISH = (
     )
 )
 RELEASE = update(deliveries).where(*_HELD).values(lease_until=None, worker=None)
-# Postponed as read: the attempt count unchanged, still claimable.
-POSTPONE = (
-    update(deliveries)
-    .where(
-        deliveries.c.id == bindparam("b_id"),
-        deliveries.c.attempts == bindparam("b_seen"),
-        _claimable("b_now"),
-    )
-    .values(next_at=bindparam("b_next"))
-)
+POSTPONE = update(deliveries).where(*_AS_READ).values(next_at=bindparam("b_next"))
 WAITING = (
     select(func.count())
     .select_from(deliveries)
