@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from adapters.api.callback_urls import check_url
 from adapters.api.routes import ApiDoor
-from adapters.api.webhooks import Webhooks, check_url
+from adapters.api.webhooks import Webhooks
 from adapters.mcp.server import McpDoor
 from adapters.settings import Settings
 from bot import Bridge, HumanInputHandler, HumanTool

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from adapters.api.callback_urls import CheckedResolver, RefusedUrl, check_url
 from adapters.api.webhook_traffic import Limits
-from adapters.api.webhooks import CheckedResolver, RefusedUrl, Webhooks, check_url
+from adapters.api.webhooks import Webhooks
 from bot.records import Asked, AuditEntry
 from bot.store import SqlStore, open_store
 from bot.store.webhooks import Delivery, WebhookTables
