@@ -1,5 +1,5 @@
-"""`hitl-bridge audit [list|verify|export]`: the audit log for admins (bot/audit_chain.py,
-bot/audit_export.py).
+"""`hitl-bridge audit [list|verify|export]`: the audit log for admins (bot/audit/chain.py,
+bot/audit/export.py).
 
 `list` (the default) prints the latest lines, newest first, escaped for the terminal; `verify`
 seals and walks the hash chain (exit 1 naming the first bad row); `export` streams every
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from adapters.startup import StartupError
 from adapters.terminal import safe
-from bot.audit_export import FORMATS, audit_lines, export_audit
-from bot.audit_query import AuditFilter, AuditLine, parse_when
+from bot.audit.export import FORMATS, audit_lines, export_audit
+from bot.audit.query import AuditFilter, AuditLine, parse_when
 from bot.records import AuditEntry
 
 # The store is imported by the commands that run, not with the parser (`--help`).
@@ -57,7 +57,7 @@ def add_audit_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def run_audit(store: SqlStore, args: argparse.Namespace, operator: str) -> int:
-    from bot.audit_chain import verify_chain
+    from bot.audit.chain import verify_chain
 
     if args.audit_action == "verify":
         report = await verify_chain(store, grace=timedelta(seconds=args.grace))
@@ -97,7 +97,7 @@ async def _export(
     store: SqlStore, wanted: AuditFilter, args: argparse.Namespace, operator: str
 ) -> int:
     """Stream the rows out, then audit the export itself (who took what out, how many rows)."""
-    from bot.audit_chain import seal_chain
+    from bot.audit.chain import seal_chain
 
     await seal_chain(store)  # what is exported carries its place in the chain
     if args.output is None:

@@ -218,7 +218,7 @@ async def _print_pending(settings: Settings) -> int:
 
 async def _sealed_and_closed(store: SqlStore) -> None:
     """Close a store this command wrote audit rows with, sealed first (no worker may run)."""
-    from bot.audit_chain import seal_chain
+    from bot.audit.chain import seal_chain
 
     try:
         with contextlib.suppress(StoreUnavailableError):

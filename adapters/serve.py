@@ -28,7 +28,7 @@ from adapters.startup import StartupError, database_step, listening_step, slack_
 from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
-from bot.audit_chain import AuditSealer, ChainCheck
+from bot.audit.chain import AuditSealer, ChainCheck
 from bot.escalations import Escalations
 from bot.human_input.log_lines import log_transition
 from bot.human_tools import BUILTIN_TOOLS

@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     admins: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_ADMINS")
     approvers: Annotated[frozenset[str], NoDecode] = Field(frozenset(), alias="HITL_APPROVERS")
     # Argument keys whose values the audit log never keeps (any case, any depth), beside the
-    # agent file's `redact` (bot/redaction.py).
+    # agent file's `redact` (bot/audit/redaction.py).
     audit_redact: Annotated[frozenset[str], NoDecode] = Field(
         frozenset(), alias="HITL_AUDIT_REDACT"
     )

@@ -34,10 +34,10 @@ from sqlalchemy import Connection, insert, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from bot.audit_chain import seal_chain, verify_chain
-from bot.audit_export import export_audit
-from bot.audit_hash import GENESIS, ChainRow, row_hash
-from bot.audit_query import AuditFilter
+from bot.audit.chain import seal_chain, verify_chain
+from bot.audit.export import export_audit
+from bot.audit.hashing import GENESIS, ChainRow, row_hash
+from bot.audit.query import AuditFilter
 from bot.store import SqlStore, open_store
 from bot.store.engine import async_url
 from bot.store.tables import audit, requests

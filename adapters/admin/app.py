@@ -68,7 +68,7 @@ CHAIN_WAIT = 2.0  # seconds the overview waits for the audit chain's walk
 
 
 class ChainReport(Protocol):
-    """What the audit chain's verification reports (bot/audit_chain.py's ChainReport)."""
+    """What the audit chain's verification reports (bot/audit/chain.py's ChainReport)."""
 
     @property
     def checked(self) -> int: ...

@@ -5,7 +5,7 @@ Revises: 0010
 Create Date: 2026-12-04
 
 Rows are written without them (the hot path stays an insert) and sealed after commit by
-bot/audit_chain.py; rows already there are sealed, in id order, by the first sealer to run.
+bot/audit/chain.py; rows already there are sealed, in id order, by the first sealer to run.
 """
 
 from collections.abc import Sequence

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.commands.audit_query import AuditQueryError, read_audit_query
+from bot.commands.audit_filter import AuditQueryError, read_audit_query
 from bot.commands.lines import LISTED, audit_lines, grant_lines, pending_lines, short
 from bot.records import AuditEntry, RequestStore
 from bot.requests.router import Refused, Router

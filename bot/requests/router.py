@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.access import AnswerPolicy
-from bot.audit import record_refused_answer
+from bot.audit.refusals import record_refused_answer
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.human_tools import HumanTool

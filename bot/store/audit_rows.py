@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Select, func, or_, select
 
-from bot.audit_query import AuditFilter, AuditLine
+from bot.audit.query import AuditFilter, AuditLine
 from bot.store.tables import audit, requests
 
 tool_of = func.coalesce(requests.c.tool_name, audit.c.detail["tool_name"].as_string())

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Select, bindparam, func, select, update
 
-from bot.audit_hash import GENESIS, ChainRow, row_hash
+from bot.audit.hashing import GENESIS, ChainRow, row_hash
 from bot.store.tables import audit
 
 SEAL_BATCH = 2000  # rows per sealing transaction: short enough not to hold the lock long

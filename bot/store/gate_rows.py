@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, Executable, Row, bindparam, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bot.audit.redaction import redact
 from bot.records import GateRun, Grant
-from bot.redaction import redact
 from bot.store.tables import audit, gate_runs, grants, requests
 
 GET_RUN = select(gate_runs).where(gate_runs.c.key == bindparam("key"))

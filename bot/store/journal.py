@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Connection, Executable, Row, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bot.audit.redaction import redact
 from bot.records import AuditEntry
-from bot.redaction import redact
 from bot.store.tables import audit, claims, health, requests, transcripts
 
 # A claim only has to outlive redeliveries of its event (Slack retries within minutes); older

@@ -33,8 +33,8 @@ from sqlalchemy import (
     update,
 )
 
+from bot.audit.redaction import redact, redact_text
 from bot.records import NO_REFS, EscalationState, PendingInput, RequestStatus, Settlement
-from bot.redaction import redact, redact_text
 from bot.store.prepared import execute
 from bot.store.schema import JsonType, UTCDateTime
 from bot.store.tables import PENDING, audit, holders, proposals, requests, unnested

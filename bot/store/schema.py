@@ -127,7 +127,7 @@ class RequestRow(Base):
 
 class AuditRow(Base):
     """The append-only audit log. No foreign key: it outlives requests and records attempts
-    on ids that never existed. Rows are inserted unsealed; the sealer (bot/audit_chain.py)
+    on ids that never existed. Rows are inserted unsealed; the sealer (bot/audit/chain.py)
     gives each its place in the hash chain after commit."""
 
     __tablename__ = "audit_log"

@@ -66,7 +66,7 @@ class SqlStore:
         self._heartbeat = holds.heartbeat_upsert(dialect)
         self._receive = inbox_rows.insert_new(dialect)
         self._claim_run, self._add_grant = gate_rows.inserts(dialect)
-        # Argument keys whose values audit rows never keep (bot/redaction.py), set at startup.
+        # Argument keys whose values audit rows never keep (bot/audit/redaction.py), set at startup.
         self.audit_redact: frozenset[str] = frozenset()
         self._claims = 0
         self._beats = 0

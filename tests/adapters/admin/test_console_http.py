@@ -16,8 +16,8 @@ from sqlalchemy import update
 
 from adapters.admin import app as admin_app
 from adapters.admin.app import SECURITY_HEADERS
-from bot.audit_chain import ChainCheck as AuditChainCheck
-from bot.audit_chain import ChainReport
+from bot.audit.chain import ChainCheck as AuditChainCheck
+from bot.audit.chain import ChainReport
 from bot.store import SqlStore
 from bot.store.tables import audit
 from tests.adapters.admin.conftest import ENV_TOKEN, SCRIPT, Serve, Served, fill

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.audit_chain import seal_chain, verify_chain
+from bot.audit.chain import seal_chain, verify_chain
 from tests.adapters.slack.conftest import ALICE, CHANNEL, STRANGER, StartEnv
 from tests.adapters.slack.test_e2e import finish, start_turn
 from tests.adapters.slack.test_votes import BOB, CAROL, WHOM, served, tallied

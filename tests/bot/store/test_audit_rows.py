@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.audit_chain import seal_chain, verify_chain
-from bot.audit_export import audit_lines, export_audit
-from bot.audit_query import AuditFilter
+from bot.audit.chain import seal_chain, verify_chain
+from bot.audit.export import audit_lines, export_audit
+from bot.audit.query import AuditFilter
 from bot.records import AuditEntry
 from bot.store import SqlStore
 from tests.bot.store.generated import START, Generated, generate

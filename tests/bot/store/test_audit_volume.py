@@ -1,6 +1,6 @@
 """The audit log's filters and exports over 10,000 generated requests (18,000 rows, several
 export pages), on SQLite and PostgreSQL: what `hitl-bridge audit export` and `list` stream
-(bot/audit_export.py), checked row by row against what each request was made as; the chain
+(bot/audit/export.py), checked row by row against what each request was made as; the chain
 sealed over all of them verifies."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from bot.audit_chain import seal_chain, verify_chain
-from bot.audit_export import PAGE, audit_lines, export_audit
-from bot.audit_query import AuditFilter
+from bot.audit.chain import seal_chain, verify_chain
+from bot.audit.export import PAGE, audit_lines, export_audit
+from bot.audit.query import AuditFilter
 from bot.store import SqlStore
 from tests.bot.store.generated import START, Generated, generate
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
-from bot.audit_chain import AuditSealer, ChainCheck, seal_chain, verify_chain
+from bot.audit.chain import AuditSealer, ChainCheck, seal_chain, verify_chain
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
 from bot.store.tables import audit

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.audit_chain import seal_chain, verify_chain
+from bot.audit.chain import seal_chain, verify_chain
 from bot.records import Asked, GateRun, Grant, RequestStatus, Settlement, Token, Vote
 from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.admin_sessions import AdminSessionTables

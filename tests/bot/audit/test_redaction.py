@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.redaction import REDACTED, redact, redact_text, redaction_keys
+from bot.audit.redaction import REDACTED, redact, redact_text, redaction_keys
 
 
 def test_keys_are_compared_without_case_at_any_depth() -> None:

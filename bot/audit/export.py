@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from bot.audit_query import AuditFilter, AuditLine
+from bot.audit.query import AuditFilter, AuditLine
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when rows are read, not by `--help`
     from bot.store.sql_store import SqlStore

@@ -1,4 +1,4 @@
-"""bot/commands/audit_query.py: `/hitl audit [@user] [tool] [since]` read into a filter."""
+"""bot/commands/audit_filter.py: `/hitl audit [@user] [tool] [since]` read into a filter."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from bot.commands.audit_query import AuditQuery, AuditQueryError, read_audit_query, read_since
+from bot.commands.audit_filter import AuditQuery, AuditQueryError, read_audit_query, read_since
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from bot.audit_hash import GENESIS, ChainRow, ChainWalk, row_hash
+from bot.audit.hashing import GENESIS, ChainRow, ChainWalk, row_hash
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 

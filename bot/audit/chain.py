@@ -2,7 +2,7 @@
 
 Writers insert audit rows as before (no extra read or lock on their path); every worker runs an
 `AuditSealer`, which seals what was written every half second, and `verify_chain` seals, then
-walks the whole chain by `chain_seq` (bot/audit_hash.py) and names the first bad row.
+walks the whole chain by `chain_seq` (bot/audit/hashing.py) and names the first bad row.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import contextlib
 import logging
 from datetime import timedelta
 
-from bot.audit_hash import GRACE, ChainReport, ChainWalk
+from bot.audit.hashing import GRACE, ChainReport, ChainWalk
 from bot.records import StoreUnavailableError
 from bot.store import chain_rows
 from bot.store.sql_store import SqlStore

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.audit_query import parse_when
+from bot.audit.query import parse_when
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
