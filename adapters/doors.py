@@ -1,6 +1,6 @@
 """The doors of `serve` (docs/api-and-mcp.md), composed: the HTTP API under /api/v1 and its
-webhooks, and the MCP server at /mcp, over one `Doors` (bot/doors.py) on the bridge's handler,
-store and surfaces."""
+webhooks, and the MCP server at /mcp, over one `Doors` (bot/doors/service.py) on the bridge's
+handler, store and surfaces."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from adapters.api.webhooks import Webhooks
 from adapters.mcp.server import McpDoor
 from adapters.settings import Settings
 from bot import Bridge, HumanInputHandler, HumanTool
-from bot.doors import Doors
+from bot.doors.service import Doors
+from bot.doors.tokens import Tokens
 from bot.store import SqlStore
 from bot.store.doors import DoorTables
 from bot.store.webhooks import WebhookTables
-from bot.tokens import Tokens
 
 
 @dataclass

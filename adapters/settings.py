@@ -10,7 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot import ConfigurationError
-from bot.addresses import read_address
+from bot.doors.addresses import read_address
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
 # The stores there are: SQLite through aiosqlite, PostgreSQL through asyncpg (plain names are

@@ -1,4 +1,4 @@
-"""`hitl-bridge tokens create|list|revoke`: the bearer tokens of the doors (bot/tokens.py).
+"""`hitl-bridge tokens create|list|revoke`: the bearer tokens of the doors (bot/doors/tokens.py).
 
 `create` prints the token and its webhook secret once: the store keeps the token's hash only,
 and the secret as it is (it must sign callbacks); neither is printed again.
@@ -10,10 +10,10 @@ import argparse
 
 from adapters.startup import StartupError
 from adapters.terminal import safe
+from bot.doors.tokens import TokenError, Tokens
 from bot.records import Token
 from bot.store import SqlStore
 from bot.store.doors import DoorTables
-from bot.tokens import TokenError, Tokens
 
 
 async def run_tokens(store: SqlStore, args: argparse.Namespace, operator: str) -> int:

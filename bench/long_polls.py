@@ -31,9 +31,9 @@ import aiohttp  # noqa: E402
 
 from bench.api_latency import percentile  # noqa: E402
 from bench.slack_ack_latency import start_service  # noqa: E402
+from bot.doors.tokens import Tokens  # noqa: E402
 from bot.store import open_store, upgrade  # noqa: E402
 from bot.store.doors import DoorTables  # noqa: E402
-from bot.tokens import Tokens  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.fakes.slack_api import FakeSlack  # noqa: E402
 

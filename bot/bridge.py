@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.agent import AIChannel, TextCallback
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.errors import UndeliverableError
 from bot.failures import RepeatedFailures
 from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
@@ -115,7 +115,7 @@ class Bridge:
         self.add_observer(_in_rooms(surface.room_prefix, surface.observe))
 
     async def find(self, address: Address) -> Addressee:
-        """The room and actor of an address (bot/addresses.py): its surface's answer; an
+        """The room and actor of an address (bot/doors/addresses.py): its surface's answer; an
         e-mail address, the first surface's that knows it. UnknownAddressError otherwise."""
         prefix = f"{address.surface}:"
         asked = [s for s in self._surfaces if address.surface == "email" or s.room_prefix == prefix]

@@ -279,7 +279,7 @@ class Vote:
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """A bearer token of the doors (bot/tokens.py), as stored: its SHA-256, never itself."""
+    """A bearer token of the doors (bot/doors/tokens.py), as stored: its SHA-256, never itself."""
 
     name: str
     token_hash: str
@@ -291,7 +291,7 @@ class Token:
 
 @dataclass(frozen=True, slots=True)
 class Asked:
-    """Who asked a request through a door (bot/doors.py), and what they asked it with."""
+    """Who asked a request through a door (bot/doors/service.py), and what they asked it with."""
 
     request_id: str
     requester: str  # the token's name

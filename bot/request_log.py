@@ -64,7 +64,7 @@ TOKEN_ASKER = "token:"  # noqa: S105 (a prefix, not a secret): who asked through
 
 
 def room_text(room_id: str) -> str:
-    """A room as an address is written (bot/addresses.py): a Slack thread `slack:C1@1.2`, a
+    """A room as an address is written (bot/doors/addresses.py): a Slack thread `slack:C1@1.2`, a
     Slack room without a thread `slack:D1` (not the stored `slack:D1:`), others as stored."""
     surface, colon, rest = room_id.partition(":")
     if surface != "slack" or not colon:

@@ -7,7 +7,7 @@ registers all of it at once, so no surface can forget a part:
   mirrored to them), to post and edit the request's message;
 - `say(room_id, text)`: the agent's words in one of its rooms when no turn of the surface's
   own is there to post them: a run resumed after a restart, or adopted from a dead worker;
-- `find(address)`: the room and actor an address of a door's request names (bot/addresses.py),
+- `find(address)`: the room and actor an address of a door's request names (bot/doors/addresses.py),
   or UnknownAddressError.
 
 Answers, and refused attempts to answer, go the other way: a surface hands each to the core's
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.addresses import Address, Addressee
+from bot.doors.addresses import Address, Addressee
 from bot.human_input import RequestUpdate
 
 

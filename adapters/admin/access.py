@@ -31,9 +31,9 @@ from adapters.admin.auth import (
     same_secret,
 )
 from adapters.http_limits import BodyTooLarge, read_body
+from bot.doors.tokens import Tokens
 from bot.records import AuditEntry
 from bot.request_log import RequestLogStore
-from bot.tokens import Tokens
 
 PREFIX = "/admin"
 SIGN_IN = f"{PREFIX}/signin"

@@ -29,6 +29,7 @@ from adapters.admin.export import json_items, lines
 from adapters.http_limits import one_line
 from adapters.settings import Settings
 from bot.decision_figures import decision_times, outcomes_per_tool
+from bot.doors.tokens import Tokens
 from bot.people import PeopleNames
 from bot.request_log import (
     OUTCOMES,
@@ -45,7 +46,6 @@ from bot.store import SqlStore
 from bot.store.admin_sessions import AdminSessionTables
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
-from bot.tokens import Tokens
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 50

@@ -1,8 +1,8 @@
 """The HTTP API under /api/v1: create a request, read it (long poll), list, cancel.
 
-Every route authenticates first (a bearer token of bot/tokens.py, 401 and one throttled
+Every route authenticates first (a bearer token of bot/doors/tokens.py, 401 and one throttled
 WARNING line otherwise), then reads and validates its input (400 with the invalid fields),
-then calls the doors (bot/doors.py), which make ordinary requests. A token sees its own
+then calls the doors (bot/doors/service.py), which make ordinary requests. A token sees its own
 requests only. Errors are `ApiError` bodies; no input makes a 500.
 """
 
@@ -20,10 +20,10 @@ from pydantic import ValidationError
 from adapters.api.models import ApiError, CreateRequest, RequestOut
 from adapters.api.openapi import openapi_document
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
-from bot.doors import MAX_WAIT, Ask, DoorError, Doors, RequestBody
-from bot.long_polls import TooManyPolls
+from bot.doors.long_polls import TooManyPolls
+from bot.doors.service import MAX_WAIT, Ask, DoorError, Doors, RequestBody
+from bot.doors.tokens import Tokens, bearer
 from bot.records import StoreUnavailableError
-from bot.tokens import Tokens, bearer
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The MCP door of `serve`: streamable HTTP at /mcp on our one aiohttp server.
 
-Each request is authenticated first, from its headers alone (a bearer token of bot/tokens.py:
+Each request is authenticated first, from its headers alone (a bearer token of bot/doors/tokens.py:
 401 and one throttled WARNING line otherwise, its body never read), then served by the `mcp`
 SDK's streamable HTTP handler (ASGI, bridged by adapters/mcp/asgi.py), with the token's name
 in its scope: every tool call asks, reads and waits as that requester (adapters/mcp/tools.py).
@@ -30,9 +30,9 @@ from mcp.shared.exceptions import MCPError
 from adapters.http_limits import LOG_EVERY, Throttled, one_line
 from adapters.mcp.asgi import serve_asgi
 from adapters.mcp.tools import McpTools
-from bot.doors import Doors
+from bot.doors.service import Doors
+from bot.doors.tokens import Tokens, bearer
 from bot.records import StoreUnavailableError
-from bot.tokens import Tokens, bearer
 
 log = logging.getLogger(__name__)
 

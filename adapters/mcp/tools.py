@@ -1,5 +1,5 @@
-"""The MCP door's tools, over `Doors` (bot/doors.py): what each is called and takes, and what
-its result says. No transport here: adapters/mcp/server.py serves these over HTTP.
+"""The MCP door's tools, over `Doors` (bot/doors/service.py): what each is called and takes, and
+what its result says. No transport here: adapters/mcp/server.py serves these over HTTP.
 
 Five tools ask a person with a built-in human tool (ask_question is AskUserQuestion, and so
 on), each with an optional `to`, `timeout_seconds` and `wait_seconds`. A call waits up to
@@ -32,10 +32,10 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.addresses import MAX_ADDRESS
-from bot.doors import MAX_WAIT, Ask, DoorError, Doors, RequestBody
+from bot.doors.addresses import MAX_ADDRESS
+from bot.doors.long_polls import TooManyPolls
+from bot.doors.service import MAX_WAIT, Ask, DoorError, Doors, RequestBody
 from bot.human_tools import BUILTIN_TOOLS
-from bot.long_polls import TooManyPolls
 from bot.records import StoreUnavailableError
 from bot.tools import approvals
 

@@ -1,4 +1,4 @@
-"""Where a request from a door (bot/doors.py) is posted in Slack: its address, found.
+"""Where a request from a door (bot/doors/service.py) is posted in Slack: its address, found.
 
 A user's address is their DM with the app (`conversations.open`); an e-mail address is the
 user with it (`users.lookupByEmail`), in that DM; a channel's is checked to exist
@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.calls import call_slack_or_fail, slack_error
 from adapters.slack.rooms import SlackRoom
-from bot.addresses import Address, Addressee, UnknownAddressError
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
 
 NOT_FOUND = frozenset({"user_not_found", "users_not_found", "channel_not_found"})
 USER_IDS = "UW"  # the first letter of a user's id (W: Enterprise Grid)

@@ -21,7 +21,7 @@ from adapters.slack.rooms import PREFIX, SlackRoom, parse_room
 from adapters.slack.scheme import SURFACE
 from adapters.slack.text import MESSAGE_TEXT, SLACK, escape, truncate
 from bot import HumanTool, RequestUpdate, UndeliverableError
-from bot.addresses import Address, Addressee, UnknownAddressError
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.records import RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.trail import MessageTrail

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.addresses import Address, Addressee, UnknownAddressError
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.human_input import RenderState, RequestUpdate
 from bot.policies.deciders import Deciders
 from bot.policies.destinations import APPROVERS_DM, THREAD, Destination

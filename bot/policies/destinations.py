@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.addresses import MAX_ADDRESS
+from bot.doors.addresses import MAX_ADDRESS
 
 DestinationKind = Literal["thread", "approvers_dm", "slack_channel", "teams_conversation"]
 

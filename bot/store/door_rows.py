@@ -1,5 +1,6 @@
 """The doors' tables: `api_tokens` (bearer tokens, as hashes) and `door_requests` (who asked a
-request made through the HTTP API or MCP). The SQL of bot/tokens.py and bot/doors.py."""
+request made through the HTTP API or MCP). The SQL of bot/doors/tokens.py and
+bot/doors/service.py."""
 
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def door(conn: Connection, request_id: str) -> tuple[RequestRecord | None, Asked
 
 
 def settled_among(conn: Connection, request_ids: list[str]) -> list[str]:
-    """Which of the requests are no longer pending (bot/long_polls.py's sweep)."""
+    """Which of the requests are no longer pending (bot/doors/long_polls.py's sweep)."""
     query = select(requests.c.id).where(
         requests.c.id.in_(request_ids), requests.c.status != RequestStatus.PENDING.value
     )

@@ -1,5 +1,5 @@
-"""The doors' store (bot.doors.DoorStore, bot.tokens.TokenStore) on a SqlStore: each method
-one transaction running the SQL of bot/store/door_rows.py."""
+"""The doors' store (bot.doors.service.DoorStore, bot.doors.tokens.TokenStore) on a SqlStore: each
+method one transaction running the SQL of bot/store/door_rows.py."""
 
 from __future__ import annotations
 

@@ -280,7 +280,7 @@ class GrantRow(Base):
 
 
 class TokenRow(Base):
-    """A bearer token of the doors (bot/tokens.py): kept as its SHA-256, never as itself; its
+    """A bearer token of the doors (bot/doors/tokens.py): kept as its SHA-256, never as itself; its
     webhook secret signs the callbacks of its requests."""
 
     __tablename__ = "api_tokens"
@@ -298,7 +298,7 @@ class TokenRow(Base):
 
 
 class DoorRow(Base):
-    """Who asked a request through a door (bot/doors.py), with what address, idempotency key
+    """Who asked a request through a door (bot/doors/service.py), with what address, idempotency key
     (and the hash of the body asked with it) and callback URL. Inserted (reserved) before the
     request itself is written."""
 

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from adapters.cli import main
+from bot.doors.tokens import Tokens
 from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from bot.tools.grants import digest
 
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")

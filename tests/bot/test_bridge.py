@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.bridge import Bridge
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.errors import UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger
 from bot.human_input import PendingInputEvent, RenderState, RequestUpdate

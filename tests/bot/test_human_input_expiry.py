@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.doors import request_body
+from bot.doors.service import request_body
 from bot.errors import AnswerInvalidError, ExpiredWithAnswerError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import HumanInputToolHandler

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from bot.addresses import Address, Addressee
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.bridge import Bridge
+from bot.doors.addresses import Address, Addressee
 from bot.errors import UndeliverableError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler

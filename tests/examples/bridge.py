@@ -19,10 +19,10 @@ import aiohttp
 
 from adapters.serve import Server
 from adapters.settings import Settings
+from bot.doors.tokens import Tokens
 from bot.records import RequestRecord
 from bot.store import upgrade
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_signing import block_actions_payload, post_signed, view_submission_payload

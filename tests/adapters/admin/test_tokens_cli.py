@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from adapters.cli import main
+from bot.doors.tokens import Tokens
 from bot.store import open_store, upgrade
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.test_cli import database
 
 __all__ = ["database"]

@@ -14,8 +14,8 @@ from aiohttp import web
 from openapi_spec_validator import validate as validate_openapi
 
 from adapters.api.webhooks import signature
+from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.slack.conftest import (
     ALICE,
     CHANNEL,

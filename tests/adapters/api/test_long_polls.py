@@ -1,4 +1,4 @@
-"""Long polls have a cap per token and per worker (bot/long_polls.py): `hitl-bridge serve`
+"""Long polls have a cap per token and per worker (bot/doors/long_polls.py): `hitl-bridge serve`
 (Server.start) with the fake Slack, polled over HTTP with two tokens."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import aiohttp
 
-from bot.long_polls import LongPolls
+from bot.doors.long_polls import LongPolls
+from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.api.test_api import APPROVAL, JSON, TO, Api, start
 from tests.adapters.slack.conftest import WAIT, Env, StartEnv
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import pytest
 from aiohttp import web
 
+from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.api.test_api import Api, start
 from tests.adapters.slack.conftest import WAIT, StartEnv
 

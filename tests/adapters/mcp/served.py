@@ -20,8 +20,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from adapters.mcp.server import McpDoor
 from adapters.server import build_web_app
-from bot.addresses import Address, Addressee, UnknownAddressError
-from bot.doors import DOOR_CHANNEL, Doors
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
+from bot.doors.service import DOOR_CHANNEL, Doors
+from bot.doors.tokens import Tokens
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import BUILTIN_TOOLS
 from bot.requests.kinds import Verb
@@ -29,7 +30,6 @@ from bot.requests.router import Interaction, Router, Settled
 from bot.requests.view import RequestView, build_view
 from bot.store import open_store
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 
 PERSON = "U_ALICE"
 WAIT = 10.0  # bound for what a test awaits; only a broken test reaches it

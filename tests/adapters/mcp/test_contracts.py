@@ -15,8 +15,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.api.test_api import posted
 from tests.adapters.api.test_contracts import HOSTILE, SHOWN
 from tests.adapters.mcp.served import BASH, WAIT, Served, connected, text

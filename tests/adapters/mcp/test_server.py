@@ -20,7 +20,7 @@ from mcp import Client
 
 from adapters.mcp.server import MAX_BODY
 from adapters.mcp.tools import ASK_TOOLS
-from bot.doors import DoorError
+from bot.doors.service import DoorError
 from bot.requests.kinds import Verb
 from tests.adapters.mcp.served import (
     BASH,

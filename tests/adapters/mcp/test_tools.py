@@ -16,7 +16,7 @@ from adapters.mcp.tools import (
     reserved_fields,
     split_options,
 )
-from bot.doors import DoorError
+from bot.doors.service import DoorError
 from bot.human_tools import BUILTIN_TOOLS
 
 

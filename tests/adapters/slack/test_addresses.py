@@ -9,7 +9,7 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.addresses import TTL, SlackAddresses
-from bot.addresses import Addressee, UnknownAddressError, read_address
+from bot.doors.addresses import Addressee, UnknownAddressError, read_address
 from tests.fakes.slack_api import FakeSlack
 
 ALICE = "U0ALICE01"

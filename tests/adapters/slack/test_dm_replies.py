@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from bot.doors.tokens import Tokens
 from bot.records import RequestStatus
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.slack.conftest import ALICE, STRANGER, WAIT, Env, StartEnv
 from tests.fakes.anthropic_api import reply_text
 from tests.fakes.slack_api import BOT_USER_ID

@@ -41,7 +41,7 @@ def test_it_asks_for_the_scopes_it_uses_and_no_more() -> None:
     assert scopes == {
         "app_mentions:read", "channels:history", "groups:history", "im:history",
         "chat:write", "commands", "files:read",
-        # the doors (bot/doors.py): a DM, a user by e-mail, a channel's existence
+        # the doors (bot/doors/service.py): a DM, a user by e-mail, a channel's existence
         "im:write", "users:read", "users:read.email", "channels:read", "groups:read",
         "usergroups:read",  # a policy's approvers may be a user group
     }  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.adapters.teams.conftest import ALICE, PERSONAL, Env, StartEnv, is_live, request_id_of
 from tests.fakes.anthropic_api import reply_text
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.addresses import Address, Addressee, UnknownAddressError
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.human_input import RenderState, RequestUpdate
 from bot.policies import Policy, PolicyFile
 from bot.policies.deciders import Deciders

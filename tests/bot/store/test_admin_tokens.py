@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.doors.tokens import Tokens
 from bot.store import downgrade, open_store, upgrade
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from tests.bot.store.conftest import Database
 from tests.bot.store.test_migrations import schema_differences
 

@@ -1,6 +1,6 @@
-"""bot/doors.py on a real store (SQLite; PostgreSQL too when HITL_TEST_POSTGRES_URL is set):
+"""bot/doors/service.py on a real store (SQLite; PostgreSQL too when HITL_TEST_POSTGRES_URL is set):
 requests asked through a door, answered through the router as a surface would, read back
-with long polls, listed, cancelled; and the tokens that ask them (bot/tokens.py)."""
+with long polls, listed, cancelled; and the tokens that ask them (bot/doors/tokens.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.addresses import Address, Addressee, UnknownAddressError
-from bot.doors import DOOR_CHANNEL, Ask, DoorError, Doors
+from bot.doors.addresses import Address, Addressee, UnknownAddressError
+from bot.doors.service import DOOR_CHANNEL, Ask, DoorError, Doors
+from bot.doors.tokens import Tokens
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import BUILTIN_TOOLS
 from bot.records import Asked
@@ -19,7 +20,6 @@ from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.store import SqlStore, open_store
 from bot.store.doors import DoorTables
-from bot.tokens import Tokens
 from bot.tools.approvals import GATE_TOOL, read_decision
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 

@@ -1,10 +1,10 @@
-"""bot/addresses.py: `to` strings read, or refused in one line naming what is wrong."""
+"""bot/doors/addresses.py: `to` strings read, or refused in one line naming what is wrong."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.addresses import Address, UnknownAddressError, read_address
+from bot.doors.addresses import Address, UnknownAddressError, read_address
 
 
 @pytest.mark.parametrize(

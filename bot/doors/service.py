@@ -1,6 +1,6 @@
 """Doors: requests asked from outside the agent loop (the HTTP API, the MCP server).
 
-An agent anywhere, holding a bearer token (bot/tokens.py), asks a person through a door:
+An agent anywhere, holding a bearer token (bot/doors/tokens.py), asks a person through a door:
 `ask(requester, Ask(tool, arguments, to, ...))`. The request it makes is an ordinary one: made
 on the bridge's handler (detached: the door, not a waiting tool call, owns it), posted by the
 surface of its room, answered through the router by click, modal or reply, expired by the
@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from bot.addresses import Address, Addressee, UnknownAddressError, read_address
+from bot.doors.addresses import Address, Addressee, UnknownAddressError, read_address
+from bot.doors.long_polls import Gone, LongPolls
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools import HumanTool
-from bot.long_polls import Gone, LongPolls
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
 from bot.tools import approvals
 
