@@ -13,7 +13,7 @@ from adapters.startup import tools_step
 from bot import AIChannel, AIProvider, AnthropicAIProvider, HumanInputToolHandler
 from bot.agent_file import AgentConfig, human_tool_names, load_agent_file
 from bot.audit.redaction import redaction_keys
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.scripted import ScriptedAIProvider
 from bot.tools.elicitation import HumanElicitation
 from bot.tools.gates import Gate

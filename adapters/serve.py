@@ -31,7 +31,7 @@ from bot.access import AnswerPolicy
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.escalations import Escalations
 from bot.human_input.log_lines import log_transition
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.people import PeopleDirectory, PeopleNames
 from bot.policies.delivery import Delivery
 from bot.requests.router import Router

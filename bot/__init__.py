@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         RenderState,
         RequestUpdate,
     )
-    from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
+    from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
     from bot.surfaces import Surface
     from bot.tool_context import ToolCallContext, current_tool_actor_id, tool_turn_context
     from bot.tools import AITool, ToolHandler, compose_tool_handlers
@@ -100,9 +100,9 @@ _MODULES = {
     "PendingInputStatus": "bot.human_input",
     "RenderState": "bot.human_input",
     "RequestUpdate": "bot.human_input",
-    "BUILTIN_TOOLS": "bot.human_tools",
-    "HumanInputToolHandler": "bot.human_tools",
-    "HumanTool": "bot.human_tools",
+    "BUILTIN_TOOLS": "bot.human_tools.tool",
+    "HumanInputToolHandler": "bot.human_tools.tool",
+    "HumanTool": "bot.human_tools.tool",
     "Surface": "bot.surfaces",
     "ToolCallContext": "bot.tool_context",
     "current_tool_actor_id": "bot.tool_context",

@@ -48,7 +48,7 @@ from pydantic import (
 )
 
 from bot.errors import ConfigurationError
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.yaml_file import YamlLines, load_yaml_model, parse_yaml_model, shown_path
 
 DEFAULT_SYSTEM_PROMPT = (

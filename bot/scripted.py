@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 from bot.agent import AssistantTurn, ToolStartCallback
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.tools import AITool
 
 SCRIPT: list[tuple[str, str, dict[str, Any]]] = [

@@ -28,7 +28,7 @@ from adapters.slack.text import MODAL_BLOCKS, SECTION_TEXT, SLACK, truncate
 from bot.access import AnswerPolicy
 from bot.home import AdminHome, home_of
 from bot.human_input import RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
 from bot.records import RequestStore
 from bot.requests.router import Router
 

@@ -46,7 +46,7 @@ from adapters.slack.text import (
     truncate,
 )
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
 from bot.requests.forms import FieldKind, Option
 from bot.requests.kinds import Control, Verb
 from bot.requests.view import RequestView, build_view

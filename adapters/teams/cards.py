@@ -41,7 +41,7 @@ from adapters.teams.text import (
     teams_text,
 )
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
 from bot.requests.kinds import Control, Fact, Style, Verb
 from bot.requests.view import RequestView, build_view
 from bot.requests.wording import Phrase

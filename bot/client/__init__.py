@@ -20,7 +20,7 @@ from bot.client.errors import (
 )
 from bot.client.hitl_client import MAX_WAIT, HitlClient
 from bot.client.request_info import RequestInfo, RequestPage, Status
-from bot.tool_models import (
+from bot.human_tools.models import (
     DataField,
     RequestApprovalAnswer,
     SelectOptionAnswer,

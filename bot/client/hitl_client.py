@@ -2,7 +2,7 @@
 
 The calls of the API (create, get, wait, cancel, list) and the human tools on them: each
 typed helper asks, waits until the request settles, and returns the answer (parsed with the
-tool's answer model of bot/tool_models.py) or raises the error of how it ended otherwise.
+tool's answer model of bot/human_tools/models.py) or raises the error of how it ended otherwise.
 Every call is retried on transient failures (bot/client/connection.py); a create always
 sends an idempotency key (the caller's, or a uuid4 made once per `create`) so its retries
 never make a second request.
@@ -26,7 +26,7 @@ from bot.client.connection import Connection
 from bot.client.errors import HitlError, raise_unless_answered
 from bot.client.request_info import RequestInfo, RequestPage, Status
 from bot.client.retries import Retries
-from bot.tool_models import (
+from bot.human_tools.models import (
     AskUserQuestionAnswer,
     ConfirmActionAnswer,
     DataField,

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from bot.doors.addresses import Address, Addressee, UnknownAddressError, read_address
 from bot.doors.long_polls import Gone, LongPolls
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
 from bot.tools import approvals
 

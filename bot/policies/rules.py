@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.policies.destinations import APPROVERS_DM, THREAD
 from bot.policies.policy_file import Drivers, Match, PolicyFile, Rule, load_policy_file
 from bot.policies.principals import ACTOR, configured_user

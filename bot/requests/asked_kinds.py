@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.arguments import text_of
+from bot.requests.arguments import text_of
 from bot.requests.forms import Form, form_from_schema
 from bot.requests.kinds import (
     Args,

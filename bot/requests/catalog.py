@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.human_tools import BUILTIN_TOOLS, HumanTool
+from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
 from bot.requests.asked_kinds import ELICIT, GATE
 from bot.requests.kinds import BUILTIN_KINDS, Kind, generic_kind
 from bot.tools.approvals import GATE_TOOL

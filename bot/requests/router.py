@@ -29,7 +29,7 @@ from bot.access import AnswerPolicy
 from bot.audit.refusals import record_refused_answer
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler, RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
 from bot.policies.deciders import Deciders, Verdict
 from bot.policies.policy_file import Rule
 from bot.policies.rules import Policy

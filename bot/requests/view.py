@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.arguments import answer_of
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
+from bot.requests.arguments import answer_of
 from bot.requests.catalog import kind_of
 from bot.requests.kinds import DECLINE, Control, Fact, Kind
 from bot.requests.wording import Phrase, admin_cancelled, joined, status_line

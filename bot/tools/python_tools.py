@@ -22,7 +22,7 @@ from pydantic_core import to_jsonable_python
 
 from bot.agent_file import TOOL_NAME, AgentConfig, PythonSourceConfig
 from bot.errors import ToolRefusedError, UnservedToolCallError
-from bot.human_tools import inline_refs
+from bot.human_tools.tool import inline_refs
 from bot.tools import AITool
 from bot.tools.sources import result_text
 

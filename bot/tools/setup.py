@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.agent_file import AgentConfig, McpSourceConfig, PythonSourceConfig
 from bot.errors import UnservedToolCallError
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.tools import AITool, ToolHandler
 from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
 from bot.tools.grants import GRANT_SECONDS

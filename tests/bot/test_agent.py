@@ -16,7 +16,7 @@ from bot.bridge import Bridge
 from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger, ToolCallEvent
 from bot.human_input import RenderState
-from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler
+from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler
 from bot.tool_context import current_tool_actor_id
 from bot.tools import AITool
 from tests.bot.conftest import WAIT, StartTurn, Watch, answer_next, watch, within

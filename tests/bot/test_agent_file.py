@@ -13,7 +13,7 @@ from bot.agent_file import (
     load_agent_file,
 )
 from bot.errors import ConfigurationError
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 

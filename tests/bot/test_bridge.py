@@ -15,7 +15,7 @@ from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.errors import UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger
 from bot.human_input import PendingInputEvent, RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler
+from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler
 from bot.records import RequestRecord, RequestStatus
 from tests.bot.conftest import WAIT, StartTurn, Watch, answer_next, within
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use

@@ -43,7 +43,7 @@ from bot.client import (
     SelectOptionAnswer,
     UploadFileAnswer,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     AskUserQuestionArgs,
     CollectUserDataArgs,
     ConfirmActionArgs,

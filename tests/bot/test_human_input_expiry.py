@@ -15,7 +15,7 @@ import pytest
 from bot.doors.service import request_body
 from bot.errors import AnswerInvalidError, ExpiredWithAnswerError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
-from bot.human_tools import HumanInputToolHandler
+from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import Asked, RequestRecord, RequestStatus
 from bot.requests.view import build_view
 from bot.store import SqlStore, open_store

@@ -16,7 +16,7 @@ from bot.bridge import Bridge
 from bot.doors.addresses import Address, Addressee
 from bot.errors import UndeliverableError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS, HumanInputToolHandler
+from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler
 from bot.records import RequestStatus
 from bot.requests.view import build_view
 from bot.store import open_store

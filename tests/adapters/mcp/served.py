@@ -24,7 +24,7 @@ from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.doors.service import DOOR_CHANNEL, Doors
 from bot.doors.tokens import Tokens
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.requests.view import RequestView, build_view

@@ -17,7 +17,7 @@ from adapters.mcp.tools import (
     split_options,
 )
 from bot.doors.service import DoorError
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 
 
 def body(status: str, **more: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from adapters.slack.messages import SlackMessage, render_message
 from adapters.slack.modals import render_modal
 from adapters.slack.text import slack_date
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS, HumanTool
+from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
 from bot.requests.view import build_view
 from tests.adapters.slack.blockkit_rules import (
     assert_valid_message,

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import HumanTool
+from bot.human_tools.tool import HumanTool
 from tests.adapters.slack.blockkit_rules import strings
 
 REQUEST_ID = "0123456789abcdef01234567"

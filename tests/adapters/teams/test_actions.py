@@ -19,7 +19,7 @@ from adapters.teams.actions import ActionError, CardAction, form_inputs, interac
 from adapters.teams.cards import Drawing, render_card
 from adapters.teams.inputs import Filled, Room, form_elements
 from bot.human_input import RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.requests.catalog import kind_of
 from bot.requests.forms import FieldKind, Form, FormField, numbered_options, read_form
 from bot.requests.kinds import DECLINE, Verb

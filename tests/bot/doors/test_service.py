@@ -14,7 +14,7 @@ from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.doors.service import DOOR_CHANNEL, Ask, DoorError, Doors
 from bot.doors.tokens import Tokens
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
-from bot.human_tools import BUILTIN_TOOLS
+from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.records import Asked
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled

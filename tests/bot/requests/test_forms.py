@@ -8,7 +8,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from bot.human_tools import DataField, data_form, form_answer_model
+from bot.human_tools.tool import DataField, data_form, form_answer_model
 from bot.requests.forms import FieldKind, Form, FormField, form_from_schema, read_form
 
 ALL_KINDS: list[dict[str, Any]] = [

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.human_tools import FieldType
+from bot.human_tools.tool import FieldType
 
 Args = Mapping[str, Any]
 

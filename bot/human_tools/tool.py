@@ -27,67 +27,67 @@ from bot.errors import (
     UnservedToolCallError,
 )
 from bot.human_input import HumanInputHandler, timeout_message, undeliverable_message
-from bot.tool_context import current_tool_context
-from bot.tool_models import (  # re-exported: the built-in tools' models
+from bot.human_tools.models import (  # re-exported: the built-in tools' models
     AskUserQuestionAnswer as AskUserQuestionAnswer,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     AskUserQuestionArgs as AskUserQuestionArgs,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     CollectUserDataArgs as CollectUserDataArgs,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     ConfirmActionAnswer as ConfirmActionAnswer,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     ConfirmActionArgs as ConfirmActionArgs,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     DataField as DataField,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     FieldType as FieldType,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     Number as Number,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     RequestApprovalAnswer as RequestApprovalAnswer,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     RequestApprovalArgs as RequestApprovalArgs,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     SelectOptionAnswer as SelectOptionAnswer,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     SelectOptionArgs as SelectOptionArgs,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     Text as Text,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     UploadFileAnswer as UploadFileAnswer,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     UploadFileArgs as UploadFileArgs,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     _check_selection as _check_selection,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     _check_upload as _check_upload,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     data_form as data_form,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     file_accepted as file_accepted,
 )
-from bot.tool_models import (
+from bot.human_tools.models import (
     form_answer_model as form_answer_model,
 )
+from bot.tool_context import current_tool_context
 from bot.tools import AITool
 from bot.visible_text import visible_values
 
