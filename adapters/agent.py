@@ -13,10 +13,10 @@ from adapters.startup import tools_step
 from bot import AIChannel, AIProvider, AnthropicAIProvider, HumanInputToolHandler
 from bot.agent_file import AgentConfig, human_tool_names, load_agent_file
 from bot.audit.redaction import redaction_keys
+from bot.gates.gate import Gate
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.scripted import ScriptedAIProvider
 from bot.tools.elicitation import HumanElicitation
-from bot.tools.gates import Gate
 from bot.tools.setup import AgentTools, build_tool_handler
 
 SYSTEM_PROMPT = (
@@ -67,7 +67,7 @@ class Agent:
     def channel(
         self, channel_id: str, provider: AIProvider, *, gate: Gate | None = None
     ) -> AIChannel:
-        """The AI channel; `gate` (bot/tools/gates.py `approval_gate`) asks before the agent
+        """The AI channel; `gate` (bot/gates/gate.py `approval_gate`) asks before the agent
         file's gated tools run."""
         tools = self.tools
         return AIChannel(

@@ -229,7 +229,7 @@ async def _sealed_and_closed(store: SqlStore) -> None:
 
 async def _grants(settings: Settings, args: argparse.Namespace) -> int:
     """`grants list [--all]`: one line per grant; `grants revoke ID`: revoked, audited."""
-    from bot.tools.grants import GrantError, Grants
+    from bot.gates.grants import GrantError, Grants
 
     store = await _migrated_store(settings)
     grants = Grants(store)
@@ -251,7 +251,7 @@ async def _grants(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _grant_line(grant: Grant, now: datetime) -> str:
-    from bot.tools.grants import shown_scope
+    from bot.gates.grants import shown_scope
 
     scope = shown_scope(grant) or "every call"
     if grant.revoked_at is not None:

@@ -30,6 +30,8 @@ from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.escalations import Escalations
+from bot.gates.gate import approval_gate
+from bot.gates.grants import Grants
 from bot.human_input.log_lines import log_transition
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.people import PeopleDirectory, PeopleNames
@@ -39,8 +41,6 @@ from bot.store import SqlStore, open_store
 from bot.store.copies import CopyTables
 from bot.store.escalations import EscalationTables
 from bot.store.votes import VoteTables
-from bot.tools.gates import approval_gate
-from bot.tools.grants import Grants
 
 # Each surface's SDK (seconds to import) is imported when the settings say it is served.
 if TYPE_CHECKING:

@@ -96,7 +96,7 @@ class PendingInput:
     settled_by: str | None = None
     settled_at: datetime | None = None
     # What came of the answer, in one line, once it is known: a gated tool's run after its
-    # approval ("ok", or its error; bot/tools/gates.py). Shown under the settled request.
+    # approval ("ok", or its error; bot/gates/gate.py). Shown under the settled request.
     run_outcome: str | None = None
     # How far its policy rule's escalation went (bot/escalations.py): columns, so every worker
     # and a restart see it. None until it has a step (one slot: most requests have none).
@@ -224,7 +224,7 @@ class InboxEntry:
 
 @dataclass(frozen=True, slots=True)
 class GateRun:
-    """The run of an approved (or granted) tool call (bot/tools/gates.py), keyed once: its
+    """The run of an approved (or granted) tool call (bot/gates/gate.py), keyed once: its
     claim, taken by the first worker to insert it, and once finished its result or error."""
 
     key: str  # the approval's request id, or "call:<tool_call_id>" for a call run under a grant
@@ -243,7 +243,7 @@ class GateRun:
 @dataclass(frozen=True, slots=True)
 class Grant:
     """A tool allowed to run unasked for one actor in one room until `expires_at`
-    (bot/tools/grants.py). `arguments` scope it to argument values (a redacted one by its
+    (bot/gates/grants.py). `arguments` scope it to argument values (a redacted one by its
     digest); empty, it covers every call of the tool."""
 
     id: str

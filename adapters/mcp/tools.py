@@ -35,9 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.doors.addresses import MAX_ADDRESS
 from bot.doors.long_polls import TooManyPolls
 from bot.doors.service import MAX_WAIT, Ask, DoorError, Doors, RequestBody
+from bot.gates import approvals
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.records import StoreUnavailableError
-from bot.tools import approvals
 
 log = logging.getLogger(__name__)
 

@@ -54,10 +54,10 @@ from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
 from bot.commands import Commands, Place
+from bot.gates.grants import Grants
 from bot.records import RequestStore, StoreUnavailableError
 from bot.requests.copies import CopyRefs
 from bot.requests.router import Router
-from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 

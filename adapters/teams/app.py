@@ -43,10 +43,10 @@ from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
 from bot.access import AnswerPolicy
 from bot.commands import Commands
+from bot.gates.grants import Grants
 from bot.records import RequestStore
 from bot.requests.copies import CopyRefs
 from bot.requests.router import Router
-from bot.tools.grants import Grants
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 
 from bot.commands.audit_filter import AuditQueryError, read_audit_query
 from bot.commands.lines import LISTED, audit_lines, grant_lines, pending_lines, short
+from bot.gates.grants import Grants
 from bot.records import AuditEntry, RequestStore
 from bot.requests.router import Refused, Router
 from bot.requests.wording import Phrase, joined
-from bot.tools.grants import Grants
 
 ADMIN_ONLY = ("audit", "cancel")  # views no one else has (pending and grants: of this room)
 REFUSED = "admin.refused"

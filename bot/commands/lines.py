@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.gates.grants import shown_scope
 from bot.records import AuditEntry, Grant, RequestRecord, RequestStatus
 from bot.requests.wording import Phrase
-from bot.tools.grants import shown_scope
 
 LISTED = 20  # lines a reply lists before "… and N more"
 

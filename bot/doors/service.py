@@ -28,10 +28,10 @@ from pydantic import ValidationError
 
 from bot.doors.addresses import Address, Addressee, UnknownAddressError, read_address
 from bot.doors.long_polls import Gone, LongPolls
+from bot.gates import approvals
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanTool
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
-from bot.tools import approvals
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class Doors:
         self, requester: str, tool: str, arguments: dict[str, Any], ask: Ask
     ) -> tuple[RequestBody, bool]:
         """Ask whether a call of another agent's `tool` with `arguments` may run: an approval
-        gate's request (Approve / Edit / Decline, bot/tools/approvals.py); `ask.tool` and
+        gate's request (Approve / Edit / Decline, bot/gates/approvals.py); `ask.tool` and
         `ask.arguments` are ignored. Its answer is an approvals.Decision."""
         gate = approvals.request_arguments(
             tool=tool[:200], description=f"{requester} asks to run {tool[:200]}.",

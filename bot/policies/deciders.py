@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.directory import Directory, GroupUnreadable
+from bot.gates.approvals import GATE_TOOL
 from bot.policies.ladder import Audience, Fired, approvers_after, audience
 from bot.policies.policy_file import Rule
 from bot.policies.principals import Principal
@@ -24,7 +25,6 @@ from bot.policies.rules import Policy
 from bot.records import RequestRecord
 from bot.requests import wording
 from bot.requests.wording import Phrase
-from bot.tools.approvals import GATE_TOOL
 
 SHOWN = 3  # approvers a refusal names before "and others"
 

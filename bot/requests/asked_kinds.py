@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.gates import approvals
 from bot.requests.arguments import text_of
 from bot.requests.forms import Form, form_from_schema
 from bot.requests.kinds import (
@@ -19,7 +20,6 @@ from bot.requests.kinds import (
     filled_facts,
     raw_facts,
 )
-from bot.tools import approvals
 
 # -- an MCP server's elicitation (bot/tools/elicitation.py) -------------------------------------
 
@@ -81,7 +81,7 @@ ELICIT = Kind(
 )
 
 
-# -- an approval gate's request (bot/tools/gates.py, bot/tools/approvals.py) --------------------
+# -- an approval gate's request (bot/gates/gate.py, bot/gates/approvals.py) --------------------
 
 
 def _gate_facts(args: Args) -> list[Fact]:

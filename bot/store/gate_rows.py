@@ -2,8 +2,8 @@
 
 A gated call's run is claimed by inserting its row (the first insert wins, on every worker) and
 finished by writing its result there, with the one-line outcome on the approval's request and
-an audit line, in one transaction (bot/tools/gates.py). A grant is a row with its audit line;
-revoking it is a compare-and-set on `revoked_at` (bot/tools/grants.py).
+an audit line, in one transaction (bot/gates/gate.py). A grant is a row with its audit line;
+revoking it is a compare-and-set on `revoked_at` (bot/gates/grants.py).
 """
 
 from __future__ import annotations

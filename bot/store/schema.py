@@ -117,7 +117,7 @@ class RequestRow(Base):
     # cleared by the settle; and the proposal the settle applied, if it came from another worker.
     held_by: Mapped[str | None] = mapped_column(String)
     settled_proposal: Mapped[str | None] = mapped_column(String)
-    # What came of the answer, in one line: a gated tool's run (bot/tools/gates.py).
+    # What came of the answer, in one line: a gated tool's run (bot/gates/gate.py).
     run_outcome: Mapped[str | None] = mapped_column(Text)
     # How many of its rule's escalation steps have fired (each exactly once: advanced by a
     # compare-and-set) and when the next is due (bot/escalations.py).
@@ -238,7 +238,7 @@ class InboxRow(Base):
 
 class GateRunRow(Base):
     """The run of an approved (or granted) tool call: inserted once, by the worker that runs
-    it (the claim), then finished with its result (bot/tools/gates.py)."""
+    it (the claim), then finished with its result (bot/gates/gate.py)."""
 
     __tablename__ = "gate_runs"
 
@@ -256,7 +256,7 @@ class GateRunRow(Base):
 
 
 class GrantRow(Base):
-    """A tool allowed to run unasked for one actor in one room for a while (bot/tools/grants.py)."""
+    """A tool allowed to run unasked for one actor in one room for a while (bot/gates/grants.py)."""
 
     __tablename__ = "grants"
     __table_args__ = (

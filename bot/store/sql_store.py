@@ -295,7 +295,7 @@ class SqlStore:
     async def prune_inbox(self, applied_before: datetime) -> int:
         return await self._lanes.write_alone(count, inbox_rows.PRUNE, {"before": applied_before})
 
-    # -- approval gates and grants (bot/tools/gates.py, grants.py) ----------------------------
+    # -- approval gates and grants (bot/gates/gate.py, grants.py) ----------------------------
 
     async def claim_gate_run(self, run: GateRun) -> GateRun | None:
         """Claim `run` (the first insert of its key wins): None if this call claimed it, else

@@ -24,10 +24,10 @@ from typing import Any
 
 from bot.agent_file import AgentConfig, McpSourceConfig, PythonSourceConfig
 from bot.errors import UnservedToolCallError
+from bot.gates.grants import GRANT_SECONDS
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.tools import AITool, ToolHandler
 from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
-from bot.tools.grants import GRANT_SECONDS
 from bot.tools.python_tools import PythonToolSource
 from bot.tools.sources import ToolSource
 

@@ -17,10 +17,10 @@ import pytest
 
 from adapters.cli import main
 from bot.doors.tokens import Tokens
+from bot.gates.grants import digest
 from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
 from bot.store.doors import DoorTables
-from bot.tools.grants import digest
 
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from bot.gates.approvals import GATE_TOOL
 from bot.human_input import timeout_message
 from bot.human_input.snapshots import ASKED_BY_THE_BRIDGE
-from bot.tools.approvals import GATE_TOOL
 from bot.tools.elicitation import ELICIT_INPUT
 from bot.visible_text import VisibleLogText, visible, visible_values
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.app import RECORDS_UNAVAILABLE
-from bot.tools.grants import Grants
+from bot.gates.grants import Grants
 from tests.adapters.slack.conftest import (
     ADMIN,
     ALICE,

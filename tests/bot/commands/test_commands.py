@@ -10,9 +10,9 @@ import pytest
 
 from bot.access import AnswerPolicy
 from bot.commands import LISTED, Commands, Place
+from bot.gates.grants import Grants
 from bot.records import RequestRecord
 from bot.store import SqlStore, open_store
-from bot.tools.grants import Grants
 
 HERE = Place("slack:C1", ":")
 ACTOR, ADMIN, STRANGER = "U0ACTOR", "U0ADMIN", "U0STRANGER"

@@ -1,4 +1,4 @@
-"""bot/requests/kinds.py's approval gate kind and bot/tools/approvals.py: the answers its
+"""bot/requests/kinds.py's approval gate kind and bot/gates/approvals.py: the answers its
 controls give and how an edit is checked against the tool's schema, field by field."""
 
 from __future__ import annotations
@@ -9,11 +9,7 @@ from typing import Any
 import pytest
 
 from bot.errors import AnswerInvalidError
-from bot.requests.asked_kinds import GATE, gate_edit_form
-from bot.requests.catalog import kind_of
-from bot.requests.forms import read_form
-from bot.requests.kinds import Verb
-from bot.tools.approvals import (
+from bot.gates.approvals import (
     GATE_TOOL,
     check_answer,
     duration,
@@ -21,6 +17,10 @@ from bot.tools.approvals import (
     edit_errors,
     request_arguments,
 )
+from bot.requests.asked_kinds import GATE, gate_edit_form
+from bot.requests.catalog import kind_of
+from bot.requests.forms import read_form
+from bot.requests.kinds import Verb
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

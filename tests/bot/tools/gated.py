@@ -12,14 +12,14 @@ from typing import Any
 
 from bot.access import AnswerPolicy
 from bot.errors import ToolFailedError
+from bot.gates.gate import approval_gate
+from bot.gates.grants import Grants
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router
 from bot.store import SqlStore, open_store
 from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, ToolHandler
-from bot.tools.gates import approval_gate
-from bot.tools.grants import Grants
 from tests.bot.store.conftest import Database
 
 ACTOR, APPROVER, STRANGER = "U0ACTOR01", "U0APPROVE", "U0STRANGE"

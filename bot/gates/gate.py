@@ -3,10 +3,10 @@
 The gate wraps the handler of the team's tools (bot/tools/setup.py builds it with
 `build_tool_handler(tools, gate=approval_gate(...))`). For a tool its rule gates:
 
-1. a live grant for this room, actor and tool (bot/tools/grants.py) runs the call unasked;
+1. a live grant for this room, actor and tool (bot/gates/grants.py) runs the call unasked;
 2. otherwise the call becomes a request of the reserved tool `approveToolCall` to the turn's
    actor (and approvers, admins): the tool, its description, its arguments with the rule's
-   redacted keys masked (bot/tools/approvals.py) and Approve / Approve and allow here /
+   redacted keys masked (bot/gates/approvals.py) and Approve / Approve and allow here /
    Edit / Decline (its kind in bot/requests/kinds.py). A run resumed after a restart waits on
    the request it already made for the call, as a human tool does;
 3. declined, expired or undeliverable, the call does not run and the model reads why;
@@ -42,11 +42,7 @@ from bot.errors import (
     ToolRefusedError,
     UndeliverableError,
 )
-from bot.human_input import HumanInputHandler, undeliverable_message
-from bot.records import GateRun
-from bot.tool_context import ToolCallContext, current_tool_context
-from bot.tools import AITool, ToolHandler
-from bot.tools.approvals import (
+from bot.gates.approvals import (
     GATE_TOOL,
     MASK,
     approved_line,
@@ -60,8 +56,12 @@ from bot.tools.approvals import (
     read_request,
     request_arguments,
 )
-from bot.tools.gate_runs import GateRunStore, MemoryGateRuns
-from bot.tools.grants import Grants
+from bot.gates.grants import Grants
+from bot.gates.runs import GateRunStore, MemoryGateRuns
+from bot.human_input import HumanInputHandler, undeliverable_message
+from bot.records import GateRun
+from bot.tool_context import ToolCallContext, current_tool_context
+from bot.tools import AITool, ToolHandler
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 A grant lets later calls of one tool, in one room (a conversation), by one actor run without
 asking, until it expires or is revoked; an approval rule may scope it further to the values of
 named arguments (`deploy` to `env=staging` only). Grants are rows: made when a person approves
-with the grant control, used by the gate (bot/tools/gates.py), listed and revoked by admins
+with the grant control, used by the gate (bot/gates/gate.py), listed and revoked by admins
 (`hitl-bridge grants`, `/hitl grants`); each of those is an audit line. A redacted argument a
 grant is scoped to is kept as a digest, never as its value.
 """
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from bot.gates.approvals import MASK
 from bot.records import AuditEntry, Grant
-from bot.tools.approvals import MASK
 
 GRANT_SECONDS = 3600.0
 DIGEST = "sha256:"

@@ -1,4 +1,4 @@
-"""bot/tools/gates.py: a gated call asks first, then runs exactly once.
+"""bot/gates/gate.py: a gated call asks first, then runs exactly once.
 
 Each worker is a real `HumanInputHandler` on an `SqlStore` of its own (SQLite always,
 PostgreSQL when HITL_TEST_POSTGRES_URL is set), with the gate in front of a Python async
@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.errors import ToolFailedError, ToolRefusedError
+from bot.gates.approvals import GATE_TOOL, MASK
+from bot.gates.gate import ToolGate
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.records import GateRun, RequestStatus
 from bot.requests.forms import read_form
@@ -22,8 +24,6 @@ from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, NeedsForm, Refusal, Refused, Settled
 from bot.requests.view import build_view
 from bot.tool_context import ToolCallContext, tool_turn_context
-from bot.tools.approvals import GATE_TOOL, MASK
-from bot.tools.gates import ToolGate
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 from tests.bot.tools.gated import (
     ACTOR,

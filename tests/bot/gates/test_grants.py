@@ -1,4 +1,4 @@
-"""bot/tools/grants.py: "approve and allow here for 1 hour", used, expired, revoked, audited.
+"""bot/gates/grants.py: "approve and allow here for 1 hour", used, expired, revoked, audited.
 
 The gate and its worker are the real ones of tests/bot/tools/gated.py (a handler on a store,
 SQLite and PostgreSQL); the grants' clock is a test's own, moved past the hour instead of
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from bot.errors import ToolRefusedError
+from bot.gates.grants import DIGEST, GrantError, Grants, covers, digest, scope_of, shown_scope
 from bot.records import Grant
 from bot.requests.kinds import Verb
 from bot.requests.router import Invalid, Refused, Settled
 from bot.requests.view import build_view
-from bot.tools.grants import DIGEST, GrantError, Grants, covers, digest, scope_of, shown_scope
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 from tests.bot.tools.gated import (
     ACTOR,

@@ -1,6 +1,6 @@
 """What the approval request of a gated tool call holds, and what its answer may say. Pure.
 
-A gated call (bot/tools/gates.py) becomes a request of the reserved human tool
+A gated call (bot/gates/gate.py) becomes a request of the reserved human tool
 `approveToolCall`, whose arguments are what people are shown: the tool, its description, the
 call's arguments with the rule's redacted keys masked (the real values stay with the call,
 never in the request), and the schema of what the Edit form may change (the tool's input
