@@ -29,7 +29,7 @@ from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.audit.chain import AuditSealer, ChainCheck
-from bot.escalations import Escalations
+from bot.durable.escalations import Escalations
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input.log_lines import log_transition
@@ -137,7 +137,9 @@ class Service:
     agent: Agent | None = None  # its tools (MCP servers) stop with the service
     doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
     admin: AdminConsole | None = None  # the admin console under /admin (adapters/admin)
-    escalations: Escalations | None = None  # the policy's escalation steps (bot/escalations.py)
+    escalations: Escalations | None = (
+        None  # the policy's escalation steps (bot/durable/escalations.py)
+    )
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
 
 

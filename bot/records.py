@@ -98,8 +98,8 @@ class PendingInput:
     # What came of the answer, in one line, once it is known: a gated tool's run after its
     # approval ("ok", or its error; bot/gates/gate.py). Shown under the settled request.
     run_outcome: str | None = None
-    # How far its policy rule's escalation went (bot/escalations.py): columns, so every worker
-    # and a restart see it. None until it has a step (one slot: most requests have none).
+    # How far its policy rule's escalation went (bot/durable/escalations.py): columns, so every
+    # worker and a restart see it. None until it has a step (one slot: most requests have none).
     escalation: EscalationState | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
@@ -214,7 +214,8 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class InboxEntry:
-    """An interaction a surface wrote down before acking it, not yet applied (bot/inbox.py)."""
+    """An interaction a surface wrote down before acking it, not yet applied
+    (bot/durable/inbox.py)."""
 
     key: str
     surface: str
@@ -436,8 +437,8 @@ class RequestStore(Protocol):
     async def receive(
         self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]
     ) -> list[bool]:
-        """Write down interactions (key, payload) before they are acked (bot/inbox.py), in one
-        transaction; for each, False if its key was received before (a replay: ignore it).
+        """Write down interactions (key, payload) before they are acked (bot/durable/inbox.py), in
+        one transaction; for each, False if its key was received before (a replay: ignore it).
         A payload is what to apply if this worker does not live to; None for an interaction
         handled before its ack (only its key is kept)."""
         ...

@@ -208,7 +208,7 @@ class SlackAdapter:
         """Open one HTTP session for every Web API call (without it slack_sdk opens a session
         and a connection per call), then learn who the bot is (auth.test): its own messages
         are ignored, its mention stripped. Then apply the clicks that were acked and left
-        unhandled (a worker died in between), and keep watching for such (bot/inbox.py)."""
+        unhandled (a worker died in between), and keep watching for such (bot/durable/inbox.py)."""
         if self.client.session is None:
             self.client.session = aiohttp.ClientSession()
             self._own_session = True

@@ -7,8 +7,8 @@ settle and the audit of a refused attempt. Here each outcome becomes Slack: a se
 is edited by the surface (the core tells it), a refusal is a private note (or the modal turned
 into one), a control that asks for a form opens a modal, invalid inputs are shown beside them.
 
-Each interaction is written down (bot/inbox.py) before it is acked, keyed by its signature: a
-click acked is applied even if this worker dies the next millisecond (another worker's sweep,
+Each interaction is written down (bot/durable/inbox.py) before it is acked, keyed by its signature:
+a click acked is applied even if this worker dies the next millisecond (another worker's sweep,
 or this one's restart, applies it), and a replay of the same signed request is acked and
 ignored, silently (one line at most every few seconds in the log).
 """
@@ -39,8 +39,8 @@ from adapters.slack.parse import (
 from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape, truncate
+from bot.durable.inbox import Inbox
 from bot.human_input import RequestUpdate
-from bot.inbox import Inbox
 from bot.records import RequestStore
 from bot.requests.router import Invalid, NeedsForm, Outcome, Refused, Router, Settled
 from bot.requests.view import build_view

@@ -28,12 +28,12 @@ from adapters.teams.text import PlainTextFormatter, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.directory import Directory
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
+from bot.durable.stored_requests import posted_record
 from bot.records import RequestRecord, RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
 from bot.requests.trail import MessageTrail
 from bot.requests.wording import Phrase
-from bot.stored_requests import posted_record
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,11 @@ from bot.agent.provider import (
     TextCallback,
 )
 from bot.agent.transcript import append_user_text, cancelled_results, open_round, text_of
+from bot.durable.leases import RunLeases
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
 from bot.hooks import HookContext, HookRegistry, HookTrigger, ToolCallEvent
 from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import RequestStore
-from bot.runs import RunLeases
 from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, ToolHandler
 from bot.visible_text import visible

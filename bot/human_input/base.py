@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.durable.leases import worker_name
 from bot.failures import RepeatedFailures
 from bot.human_input.deadlines import Deadlines
 from bot.human_input.snapshots import AnswerValidator, Notifier, Observer, RequestUpdate
 from bot.records import PendingInput, RequestStatus, RequestStore, Settlement
-from bot.runs import worker_name
 
 if TYPE_CHECKING:
     from bot.policies.ladder import Audience

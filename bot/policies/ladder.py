@@ -8,7 +8,7 @@ escalate:
 ```
 
 Each step fires once, at its offset from the request's creation, while the request is open
-and before its deadline (bot/escalations.py fires them; the request's row counts them, so
+and before its deadline (bot/durable/escalations.py fires them; the request's row counts them, so
 every worker and a restart agree). Pure: nothing here reads a store or talks to a surface.
 """
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from bot.access import AnswerPolicy
 from bot.audit.refusals import record_refused_answer
+from bot.durable.stored_requests import settled_record
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.human_tools.tool import HumanTool
@@ -40,7 +41,6 @@ from bot.requests.catalog import kind_of
 from bot.requests.forms import Form, FormResult, read_form
 from bot.requests.kinds import DECLINE, Control, Verb
 from bot.requests.wording import Phrase
-from bot.stored_requests import settled_record
 
 log = logging.getLogger(__name__)
 

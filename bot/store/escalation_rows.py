@@ -1,4 +1,4 @@
-"""A request's escalation (bot/escalations.py): the SQL of bot/store/escalations.py.
+"""A request's escalation (bot/durable/escalations.py): the SQL of bot/store/escalations.py.
 
 A request's row says how many of its rule's escalation steps have fired (`escalation_step`)
 and when the next is due (`next_escalation_at`). A step fires by a compare-and-set from the

@@ -1,4 +1,4 @@
-"""Requests' escalations (bot.escalations.EscalationRows) on a SqlStore: each method one
+"""Requests' escalations (bot.durable.escalations.EscalationRows) on a SqlStore: each method one
 transaction running the SQL of bot/store/escalation_rows.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `inbox` table: interactions written before they are acked (bot/inbox.py).
+"""The `inbox` table: interactions written before they are acked (bot/durable/inbox.py).
 
 A row is inserted when a surface receives an interaction (its key: the signed request's, so a
 replay of the same request finds it there), marked applied once the interaction has been

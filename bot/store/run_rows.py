@@ -1,4 +1,4 @@
-"""The `runs` table: who runs the agent of each room, under a lease (bot/runs.py)."""
+"""The `runs` table: who runs the agent of each room, under a lease (bot/durable/leases.py)."""
 
 from __future__ import annotations
 

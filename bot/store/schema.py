@@ -90,7 +90,7 @@ class RequestRow(Base):
         Index("ix_requests_created_at", "created_at"),
         # The latest decisions, latest first (bot/home.py: a week's, for the figures).
         Index("ix_requests_settled_at", "settled_at"),
-        # "Pending, earliest next escalation first" (bot/escalations.py): an index range.
+        # "Pending, earliest next escalation first" (bot/durable/escalations.py): an index range.
         Index("ix_requests_status_next_escalation_at", "status", "next_escalation_at"),
     )
 
@@ -120,7 +120,7 @@ class RequestRow(Base):
     # What came of the answer, in one line: a gated tool's run (bot/gates/gate.py).
     run_outcome: Mapped[str | None] = mapped_column(Text)
     # How many of its rule's escalation steps have fired (each exactly once: advanced by a
-    # compare-and-set) and when the next is due (bot/escalations.py).
+    # compare-and-set) and when the next is due (bot/durable/escalations.py).
     escalation_step: Mapped[int] = mapped_column(default=0, server_default="0")
     next_escalation_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
@@ -221,8 +221,8 @@ class HealthRow(Base):
 
 
 class InboxRow(Base):
-    """An interaction a surface received, written before it was acked (bot/inbox.py): applied
-    once (`applied_at`), and its key recognises a replay of the same signed request."""
+    """An interaction a surface received, written before it was acked (bot/durable/inbox.py):
+    applied once (`applied_at`), and its key recognises a replay of the same signed request."""
 
     __tablename__ = "inbox"
     # "Unapplied, oldest first" (the sweep) and "applied before" (the pruning): index ranges.

@@ -262,7 +262,8 @@ class SqlStore:
             journal.claim, self._claim, key, datetime.now(UTC), prune
         )
 
-    # -- the inbox (bot/inbox.py) -------------------------------------------------------------
+    # -- the inbox (bot/durable/inbox.py)
+    # -------------------------------------------------------------
 
     async def receive(
         self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]

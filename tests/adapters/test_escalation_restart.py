@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.escalations import ESCALATED, REMINDED
+from bot.durable.escalations import ESCALATED, REMINDED
 from bot.records import AuditEntry
 from tests.adapters.teams import conftest as teams
 from tests.adapters.test_durability import TEAMS, TeamsChat

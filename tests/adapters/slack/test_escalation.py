@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.escalations import ESCALATED, REMINDED
+from bot.durable.escalations import ESCALATED, REMINDED
 from tests.adapters.slack.conftest import ALICE, CHANNEL, JSON, WAIT, Env, StartEnv, has_actions
 from tests.adapters.slack.test_e2e import FINAL, answered_by, start_turn
 from tests.adapters.slack.test_policies import notice_to

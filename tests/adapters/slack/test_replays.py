@@ -2,8 +2,8 @@
 
 Slack signs a request for 5 minutes; whoever saw one could send it again within them, and it
 would pass the signature check. Each interaction is written down under its signature before it
-is acked (bot/inbox.py), so a replay is acked and ignored: no second settle, audit row, notice
-or edit, and one line in the log at most every few seconds.
+is acked (bot/durable/inbox.py), so a replay is acked and ignored: no second settle, audit row,
+notice or edit, and one line in the log at most every few seconds.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.escalations import ESCALATED, REMINDED
+from bot.durable.escalations import ESCALATED, REMINDED
 from tests.adapters.teams.conftest import (
     ALICE,
     BOB,

@@ -78,6 +78,6 @@ async def store(database: Database) -> AsyncIterator[SqlStore]:
 async def receive_one(
     store: SqlStore, key: str, surface: str, payload: dict[str, Any] | None
 ) -> bool:
-    """Write down one interaction (bot/inbox.py); False for a key received before."""
+    """Write down one interaction (bot/durable/inbox.py); False for a key received before."""
     (new,) = await store.receive(surface, [(key, payload)])
     return new

@@ -1,5 +1,5 @@
-"""bot/store/escalations.py and bot/escalations.py on both dialects: due steps found by their
-index, each moved on by one compare-and-set with its audit line; two workers on one database
+"""bot/store/escalations.py and bot/durable/escalations.py on both dialects: due steps found by
+their index, each moved on by one compare-and-set with its audit line; two workers on one database
 (each its own store, handler, router and sweep) fire each step of a request exactly once; a
 step that fell due while no worker ran fires at start, late and once; none after the deadline.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.escalations import ESCALATED, REMINDED, Escalations
+from bot.durable.escalations import ESCALATED, REMINDED, Escalations
 from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.policies import Policy, load_policy_file
 from bot.policies.deciders import Deciders

@@ -1,4 +1,4 @@
-"""bot/inbox.py on real databases: left-over interactions applied once, by one worker."""
+"""bot/durable/inbox.py on real databases: left-over interactions applied once, by one worker."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.inbox import Inbox
+from bot.durable.inbox import Inbox
 from bot.store import SqlStore
 from tests.bot.store.conftest import Database, receive_one
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from bot.durable.sweep import DeadlineScheduler
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
-from bot.timers import DeadlineScheduler
 
 WAIT = 5.0  # bound for something that should happen within milliseconds
 SHORT = timedelta(milliseconds=50)
@@ -210,7 +210,7 @@ async def test_survives_an_on_due_that_raises(
     scheduler = DeadlineScheduler(store, expirer, retry_delay=0.1)
     await create(store, "bad", utc_now() + SHORT)
     await create(store, "good", utc_now() + 3 * SHORT)
-    with caplog.at_level(logging.ERROR, logger="bot.timers"):
+    with caplog.at_level(logging.ERROR, logger="bot.durable.sweep"):
         await scheduler.start()
         try:
             await expirer.wait_for("good")
@@ -232,7 +232,7 @@ async def test_survives_a_failing_store(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # A store that cannot answer is a WARNING line (bot/failures.py), not a traceback a second.
-    caplog.set_level(logging.WARNING, logger="bot.timers")
+    caplog.set_level(logging.WARNING, logger="bot.durable.sweep")
     await scheduler.start()
     async with store.engine.begin() as conn:
         await conn.execute(text("ALTER TABLE requests RENAME TO requests_away"))
@@ -296,7 +296,7 @@ async def test_injected_clock_decides_what_is_due(store: SqlStore, expirer: Expi
 
 
 def test_the_scheduler_needs_no_sqlalchemy() -> None:
-    import bot.timers
+    import bot.durable.sweep
 
-    source = Path(bot.timers.__file__).read_text()
+    source = Path(bot.durable.sweep.__file__).read_text()
     assert "sqlalchemy" not in source

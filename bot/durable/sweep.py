@@ -24,7 +24,7 @@ OnDue = Callable[[RequestRecord], Awaitable[None]]
 
 class Deadlines(Protocol):
     """Where deadlines are kept: requests' `expires_at` (the `RequestStore`), or the next
-    steps of their escalations (bot/escalations.py)."""
+    steps of their escalations (bot/durable/escalations.py)."""
 
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
         """Pending requests whose deadline is at or before `now`, earliest first."""

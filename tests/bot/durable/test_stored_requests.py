@@ -6,9 +6,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.durable.stored_requests import posted_record, settled_record
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import open_store
-from bot.stored_requests import posted_record, settled_record
 
 
 def record(request_id: str) -> RequestRecord:

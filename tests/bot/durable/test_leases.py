@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from bot import AIChannel, AnthropicAIProvider, Bridge, HumanInputToolHandler, RenderState
-from bot.runs import RunLeases
+from bot.durable.leases import RunLeases
 from bot.store import SqlStore, open_store
 from tests.bot.conftest import watch, within
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
