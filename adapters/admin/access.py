@@ -33,7 +33,7 @@ from adapters.admin.auth import (
 from adapters.http_limits import BodyTooLarge, read_body
 from bot.doors.tokens import Tokens
 from bot.records import AuditEntry
-from bot.request_log import RequestLogStore
+from bot.reports.request_log import RequestLogStore
 
 PREFIX = "/admin"
 SIGN_IN = f"{PREFIX}/signin"

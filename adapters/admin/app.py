@@ -28,10 +28,10 @@ from adapters.admin.charts import counted, decision_chart, duration, outcomes_ch
 from adapters.admin.export import json_items, lines
 from adapters.http_limits import one_line
 from adapters.settings import Settings
-from bot.decision_figures import decision_times, outcomes_per_tool
 from bot.doors.tokens import Tokens
 from bot.people import PeopleNames
-from bot.request_log import (
+from bot.reports.figures import decision_times, outcomes_per_tool
+from bot.reports.request_log import (
     OUTCOMES,
     FilterError,
     LoggedRequest,

@@ -1,6 +1,6 @@
 """The admin console's two charts as SVG, drawn on the server: time to decision per day (the
 median and the 95th percentile, two lines of points) and outcomes per tool (one stacked bar per
-tool). Pure: figures in (bot/decision_figures.py), markup out, every text escaped. Colours come
+tool). Pure: figures in (bot/reports/figures.py), markup out, every text escaped. Colours come
 from classes in static/console.css (the CSP allows no inline style)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from markupsafe import Markup, escape
 
-from bot.decision_figures import OUTCOME_ORDER, DayFigure, ToolOutcomes
+from bot.reports.figures import OUTCOME_ORDER, DayFigure, ToolOutcomes
 
 WIDTH = 720
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40  # the plot's margins, in SVG units

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from bot.request_log import LoggedRequest, room_text
+from bot.reports.request_log import LoggedRequest, room_text
 
 HEADER = (
     "id", "created_at", "tool", "tool_label", "outcome", "asked_by", "asked_for", "room",

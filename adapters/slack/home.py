@@ -1,5 +1,6 @@
 """The App Home tab: a person's open requests with their controls and, for an admin, the latest
-decisions and time-to-decision figures (bot/home.py decides what; this draws and publishes it).
+decisions and time-to-decision figures (bot/reports/home.py decides what; this draws and publishes
+it).
 
 Each request is drawn by the very function that draws its message (adapters/slack/messages.py),
 so its buttons carry the same action ids and values: a click in App Home reaches the same
@@ -26,10 +27,10 @@ from adapters.slack.calls import call_slack
 from adapters.slack.messages import render_message
 from adapters.slack.text import MODAL_BLOCKS, SECTION_TEXT, SLACK, truncate
 from bot.access import AnswerPolicy
-from bot.home import AdminHome, home_of
 from bot.human_input import RequestUpdate
 from bot.human_tools.tool import HumanTool
 from bot.records import RequestStore
+from bot.reports.home import AdminHome, home_of
 from bot.requests.router import Router
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The request log (bot.request_log.RequestLogStore) on a SqlStore: each method one read
+"""The request log (bot.reports.request_log.RequestLogStore) on a SqlStore: each method one read
 running the SQL of bot/store/request_log_rows.py."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.records import AuditEntry
-from bot.request_log import LoggedRequest, RequestFilter, Settled
+from bot.reports.request_log import LoggedRequest, RequestFilter, Settled
 from bot.store import request_log_rows as rows
 from bot.store.sql_store import SqlStore
 

@@ -1,4 +1,4 @@
-"""The SQL of the request log (bot/request_log.py): the admin console's filtered table, a
+"""The SQL of the request log (bot/reports/request_log.py): the admin console's filtered table, a
 request's timeline, and the rows its figures are computed from."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Row, Select, and_, func, or_, select
 
 from bot.records import AuditEntry, RequestStatus
-from bot.request_log import TOKEN_ASKER, LoggedRequest, RequestFilter, Settled
+from bot.reports.request_log import TOKEN_ASKER, LoggedRequest, RequestFilter, Settled
 from bot.store.journal import audit_entry
 from bot.store.request_rows import record_of
 from bot.store.tables import audit, door_requests, message_copies, requests

@@ -88,7 +88,7 @@ class RequestRow(Base):
         Index("ix_requests_held_by", "held_by"),
         # The admin console's table, newest first (adapters/admin).
         Index("ix_requests_created_at", "created_at"),
-        # The latest decisions, latest first (bot/home.py: a week's, for the figures).
+        # The latest decisions, latest first (bot/reports/home.py: a week's, for the figures).
         Index("ix_requests_settled_at", "settled_at"),
         # "Pending, earliest next escalation first" (bot/durable/escalations.py): an index range.
         Index("ix_requests_status_next_escalation_at", "status", "next_escalation_at"),

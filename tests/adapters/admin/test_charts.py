@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from adapters.admin.charts import decision_chart, duration, nice_ceiling, outcomes_chart
-from bot.decision_figures import DayFigure, ToolOutcomes
+from bot.reports.figures import DayFigure, ToolOutcomes
 
 SVG = "{http://www.w3.org/2000/svg}"
 

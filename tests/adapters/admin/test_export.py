@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from adapters.admin.export import HEADER, cell, lines
 from bot.records import RequestRecord, RequestStatus
-from bot.request_log import LoggedRequest
+from bot.reports.request_log import LoggedRequest
 
 
 def test_a_cell_defuses_formulas() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus, Settlement
-from bot.request_log import RequestFilter
+from bot.reports.request_log import RequestFilter
 from bot.store import SqlStore
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog

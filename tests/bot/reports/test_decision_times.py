@@ -1,11 +1,17 @@
-"""bot/decision_times.py: median and 95th percentile of the time people take to decide."""
+"""bot/reports/decision_times.py: median and 95th percentile of the time people take to decide."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.decision_times import DecisionTimes, decision_times, duration, figures_line, percentile
 from bot.records import RequestRecord, RequestStatus
+from bot.reports.decision_times import (
+    DecisionTimes,
+    decision_times,
+    duration,
+    figures_line,
+    percentile,
+)
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

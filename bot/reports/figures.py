@@ -1,5 +1,5 @@
-"""The admin console's figures, from the requests' rows (bot/request_log.py `Settled`): time to
-decision per day (median and 95th percentile) and outcomes per tool. Pure functions."""
+"""The admin console's figures, from the requests' rows (bot/reports/request_log.py `Settled`): time
+to decision per day (median and 95th percentile) and outcomes per tool. Pure functions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from bot.records import RequestStatus
-from bot.request_log import OUTCOMES, Settled
+from bot.reports.request_log import OUTCOMES, Settled
 
 # A person decided these (an expiry, a cancel or an undeliverable post is no decision).
 DECIDED = frozenset({RequestStatus.RESOLVED, RequestStatus.REJECTED})

@@ -130,7 +130,7 @@ class LoggedRequest:
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """What the figures need of one request (bot/decision_figures.py)."""
+    """What the figures need of one request (bot/reports/figures.py)."""
 
     tool_name: str
     status: RequestStatus

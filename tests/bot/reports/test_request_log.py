@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.records import RequestRecord, RequestStatus
-from bot.request_log import (
+from bot.reports.request_log import (
     TOOL_LABELS,
     FilterError,
     LoggedRequest,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.decision_figures import (
+from bot.records import RequestStatus
+from bot.reports.figures import (
     MAX_TOOLS,
     OTHER_TOOLS,
     decision_times,
     outcomes_per_tool,
     percentile,
 )
-from bot.records import RequestStatus
-from bot.request_log import Settled
+from bot.reports.request_log import Settled
 
 DAY = datetime(2026, 11, 3, 9, tzinfo=UTC)
 
