@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.agent_file import load_agent_file
+from bot.config.agent_file import load_agent_file
 from bot.policies.policy_file import load_policy_file
 from tests.examples.bridge import TO, Answer, Asked, bridge
 

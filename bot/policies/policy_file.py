@@ -50,10 +50,10 @@ from pydantic import (
     model_validator,
 )
 
+from bot.config.yaml_file import YamlLines, load_yaml_model, shown_path
 from bot.errors import ConfigurationError
 from bot.policies.destinations import THREAD, Destination, parse_destination
 from bot.policies.principals import ACTOR, Principal, parse_principal
-from bot.yaml_file import YamlLines, load_yaml_model, shown_path
 
 MAX_SECONDS = 7 * 24 * 3600  # as long as a door's request may wait
 

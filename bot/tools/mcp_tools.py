@@ -45,7 +45,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from bot.agent_file import TOOL_NAME, McpSourceConfig
+from bot.config.agent_file import TOOL_NAME, McpSourceConfig
 from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.tool_context import ToolCallContext, current_tool_context
 from bot.tools import AITool

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
-from bot.agent_file import TOOL_NAME, AgentConfig, PythonSourceConfig
+from bot.config.agent_file import TOOL_NAME, AgentConfig, PythonSourceConfig
 from bot.errors import ToolRefusedError, UnservedToolCallError
 from bot.human_tools.tool import inline_refs
 from bot.tools import AITool

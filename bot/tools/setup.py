@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.agent_file import AgentConfig, McpSourceConfig, PythonSourceConfig
+from bot.config.agent_file import AgentConfig, McpSourceConfig, PythonSourceConfig
 from bot.errors import UnservedToolCallError
 from bot.gates.grants import GRANT_SECONDS
 from bot.human_tools.tool import BUILTIN_TOOLS

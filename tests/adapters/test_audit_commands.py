@@ -18,9 +18,9 @@ from sqlalchemy import Connection, delete, insert, select, update
 from adapters.agent import audit_redaction
 from adapters.cli import main
 from adapters.settings import Settings
-from bot.agent_file import load_agent_file
 from bot.audit.chain import seal_chain
 from bot.audit.redaction import REDACTED
+from bot.config.agent_file import load_agent_file
 from bot.store import SqlStore, open_store
 from bot.store.tables import audit
 from tests.adapters.test_cli import CLEAN, hitl

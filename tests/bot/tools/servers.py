@@ -12,7 +12,7 @@ from typing import Any
 
 import uvicorn
 
-from bot.agent_file import McpSourceConfig
+from bot.config.agent_file import McpSourceConfig
 from bot.tools.elicitation import HumanElicitation
 from bot.tools.mcp_tools import McpServerSource
 from tests.bot.tools.mcp_server import build_server

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.agent_file import load_agent_file
+from bot.config.agent_file import load_agent_file
 from bot.errors import ToolFailedError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.requests.forms import FieldKind

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent_file import McpSourceConfig
+from bot.config.agent_file import McpSourceConfig
 from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.tools.mcp_tools import McpServerSource
 from bot.tools.sources import ToolSourceError

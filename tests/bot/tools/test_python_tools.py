@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent_file import parse_agent_file
+from bot.config.agent_file import parse_agent_file
 from bot.errors import ConfigurationError, ToolRefusedError
 from bot.tools.python_tools import PythonTool, PythonToolSource
 from tests.bot.tools import sample_tools

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot import AIChannel, HumanInputToolHandler, ToolHandler
-from bot.agent_file import AgentConfig, load_agent_file
+from bot.config.agent_file import AgentConfig, load_agent_file
 from bot.errors import ConfigurationError, UnservedToolCallError
 from bot.scripted import ScriptedAIProvider
 from bot.tools import AITool

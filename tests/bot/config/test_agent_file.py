@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent_file import (
+from bot.config.agent_file import (
     DEFAULT_SYSTEM_PROMPT,
     McpSourceConfig,
     PythonSourceConfig,
@@ -15,7 +15,7 @@ from bot.agent_file import (
 from bot.errors import ConfigurationError
 from bot.human_tools.tool import BUILTIN_TOOLS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def written(tmp_path: Path, text: str) -> Path:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from bot.agent_file import load_agent_file, parse_agent_file
+from bot.config.agent_file import load_agent_file, parse_agent_file
+from bot.config.yaml_file import MAX_BYTES, YamlLines, load_yaml_model, shown_path
 from bot.errors import ConfigurationError
 from bot.policies import load_policy_file
-from bot.yaml_file import MAX_BYTES, YamlLines, load_yaml_model, shown_path
 
 
 class Service(BaseModel):

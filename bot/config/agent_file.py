@@ -47,9 +47,9 @@ from pydantic import (
     model_validator,
 )
 
+from bot.config.yaml_file import YamlLines, load_yaml_model, parse_yaml_model, shown_path
 from bot.errors import ConfigurationError
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.yaml_file import YamlLines, load_yaml_model, parse_yaml_model, shown_path
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an assistant working with a team. Use your tools to do what you are asked. Before "
