@@ -29,12 +29,12 @@ from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.access import AnswerPolicy
 from bot.audit.chain import AuditSealer, ChainCheck
+from bot.bridge.people import PeopleDirectory, PeopleNames
 from bot.durable.escalations import Escalations
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input.log_lines import log_transition
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.people import PeopleDirectory, PeopleNames
 from bot.policies.delivery import Delivery
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store

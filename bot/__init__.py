@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.agent import AIChannel, AIProvider, AnthropicAIProvider, AssistantTurn
-    from bot.bridge import Bridge
+    from bot.bridge.root import Bridge
+    from bot.bridge.surfaces import Surface
     from bot.errors import (
         AnswerInvalidError,
         ConfigurationError,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
         RequestUpdate,
     )
     from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
-    from bot.surfaces import Surface
     from bot.tool_context import ToolCallContext, current_tool_actor_id, tool_turn_context
     from bot.tools import AITool, ToolHandler, compose_tool_handlers
 
@@ -81,7 +81,7 @@ _MODULES = {
     "AIProvider": "bot.agent",
     "AnthropicAIProvider": "bot.agent",
     "AssistantTurn": "bot.agent",
-    "Bridge": "bot.bridge",
+    "Bridge": "bot.bridge.root",
     "AnswerInvalidError": "bot.errors",
     "ConfigurationError": "bot.errors",
     "HumanInputRejectedError": "bot.errors",
@@ -103,7 +103,7 @@ _MODULES = {
     "BUILTIN_TOOLS": "bot.human_tools.tool",
     "HumanInputToolHandler": "bot.human_tools.tool",
     "HumanTool": "bot.human_tools.tool",
-    "Surface": "bot.surfaces",
+    "Surface": "bot.bridge.surfaces",
     "ToolCallContext": "bot.tool_context",
     "current_tool_actor_id": "bot.tool_context",
     "tool_turn_context": "bot.tool_context",

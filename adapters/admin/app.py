@@ -1,6 +1,7 @@
 """The admin console under /admin (docs/audit-and-console.md): the requests and their
 decisions, filtered, paginated and exported as CSV or JSON (people by display name,
-bot/people.py, the id on hover); each request's timeline; the audit chain's status; the charts.
+bot/bridge/people.py, the id on hover); each request's timeline; the audit chain's status; the
+charts.
 
 Server-rendered with Jinja2 (autoescape on: every value a model or a person wrote is escaped),
 no script at all. Every /admin response carries the headers of SECURITY_HEADERS (a strict CSP
@@ -28,8 +29,8 @@ from adapters.admin.charts import counted, decision_chart, duration, outcomes_ch
 from adapters.admin.export import json_items, lines
 from adapters.http_limits import one_line
 from adapters.settings import Settings
+from bot.bridge.people import PeopleNames
 from bot.doors.tokens import Tokens
-from bot.people import PeopleNames
 from bot.reports.figures import decision_times, outcomes_per_tool
 from bot.reports.request_log import (
     OUTCOMES,

@@ -85,7 +85,7 @@ def file_input(typed: str) -> dict[str, Any] | None:
 
 
 class ConsoleSurface:
-    """The core's surface (bot/surfaces.py) for the terminal's room: prints transitions, asks
+    """The core's surface (bot/bridge/surfaces.py) for the terminal's room: prints transitions, asks
     executing requests in turn, and prints the agent's words."""
 
     name = SURFACE

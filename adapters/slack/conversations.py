@@ -25,12 +25,12 @@ from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape
 from bot import AIChannel
+from bot.bridge.turns import Post, Turns
 from bot.human_input import RequestUpdate
 from bot.policies.drivers import refused_turn
 from bot.records import RequestRecord, RequestStore, StoreUnavailableError
 from bot.requests.replies import AskWhich, reading_of, reply_interaction
 from bot.requests.router import Invalid, Refused, Router
-from bot.turns import Post, Turns
 
 log = logging.getLogger(__name__)
 

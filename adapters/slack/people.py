@@ -1,4 +1,5 @@
-"""Slack's people by name (bot.people.PeopleDirectory): `users.info`, the display name first."""
+"""Slack's people by name (bot.bridge.people.PeopleDirectory): `users.info`, the display name
+first."""
 
 from __future__ import annotations
 

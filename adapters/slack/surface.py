@@ -42,7 +42,7 @@ def permalink(workspace_url: str, channel: str, ts: str, thread_ts: str | None =
 
 
 class SlackSurface:
-    """The core's surface (bot/surfaces.py) for rooms that are Slack threads."""
+    """The core's surface (bot/bridge/surfaces.py) for rooms that are Slack threads."""
 
     name = SURFACE
     room_prefix = PREFIX

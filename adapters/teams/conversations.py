@@ -20,11 +20,11 @@ from adapters.teams.cards import SURFACE
 from adapters.teams.surface import PREFIX, THREAD_MARK, People, TeamsRoom, TeamsSurface
 from adapters.teams.text import PlainTextFormatter
 from bot import AIChannel
+from bot.bridge.turns import Post, Turns
 from bot.commands import Commands, Place
 from bot.policies.deciders import Deciders
 from bot.policies.drivers import refused_turn
 from bot.records import RequestStore, StoreUnavailableError
-from bot.turns import Post, Turns
 
 log = logging.getLogger(__name__)
 

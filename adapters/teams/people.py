@@ -1,4 +1,4 @@
-"""Teams' people by name (bot.people.PeopleDirectory): the names their activities carried.
+"""Teams' people by name (bot.bridge.people.PeopleDirectory): the names their activities carried.
 
 Teams has no lookup by AAD object id without Microsoft Graph, but every activity names its
 sender (`from.name`), which the surface keeps (surface.People): a person who has written to

@@ -154,7 +154,7 @@ class CardRef:
 
 
 class TeamsSurface:
-    """The core's surface (bot/surfaces.py) for rooms that are Teams conversations."""
+    """The core's surface (bot/bridge/surfaces.py) for rooms that are Teams conversations."""
 
     name = SURFACE
     room_prefix = PREFIX

@@ -12,7 +12,7 @@ import anthropic
 import pytest
 
 from bot.agent import INTERRUPTED, AIChannel, AnthropicAIProvider
-from bot.bridge import Bridge
+from bot.bridge.root import Bridge
 from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger, ToolCallEvent
 from bot.human_input import RenderState

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from bot.agent import AIChannel, AnthropicAIProvider
-from bot.bridge import Bridge
+from bot.bridge.root import Bridge
 from bot.doors.addresses import Address, Addressee
 from bot.errors import UndeliverableError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate

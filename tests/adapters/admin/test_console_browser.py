@@ -27,7 +27,7 @@ from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from adapters.admin.app import AdminConsole
-from bot.people import PeopleNames
+from bot.bridge.people import PeopleNames
 from tests.adapters.admin.conftest import BOBBY, ENV_TOKEN, SCRIPT, ask_as_in_production, fill
 from tests.adapters.slack.conftest import StartEnv
 from tests.conformance import expected

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from adapters.admin.app import AdminConsole
-from bot.people import PeopleNames
+from bot.bridge.people import PeopleNames
 from tests.adapters.admin.conftest import (
     APPROVALS,
     BOBBY,

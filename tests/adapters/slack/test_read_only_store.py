@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bot.turns import UNAVAILABLE
+from bot.bridge.turns import UNAVAILABLE
 from tests.adapters.slack.conftest import ALICE, CHANNEL, Env, StartEnv, Thread
 from tests.fakes.slack_api import BOT_USER_ID
 from tests.fakes.slack_signing import event_callback, message_event

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.turns import UNAVAILABLE
+from bot.bridge.turns import UNAVAILABLE
 from tests.adapters.teams.conftest import StartEnv
 
 

@@ -2,7 +2,7 @@
 
 RoomKit calls it `kit`: `register_channel(ai)` and `@bridge.hook(...)` work as there. A
 surface (Slack, Teams, the console) joins with `attach(surface)`: it then hears every
-transition of the requests in its rooms and speaks for runs resumed there (bot/surfaces.py).
+transition of the requests in its rooms and speaks for runs resumed there (bot/bridge/surfaces.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.agent import AIChannel, TextCallback
+from bot.bridge.surfaces import Surface
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.durable.leases import LEASE_SECONDS, RunLeases
 from bot.durable.sweep import DeadlineScheduler
@@ -25,7 +26,6 @@ from bot.failures import RepeatedFailures
 from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
 from bot.records import AuditEntry, RequestRecord, RequestStore, StoreUnavailableError
-from bot.surfaces import Surface
 
 log = logging.getLogger(__name__)
 

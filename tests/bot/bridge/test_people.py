@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.people import PeopleNames
+from bot.bridge.people import PeopleNames
 
 
 class Directory:

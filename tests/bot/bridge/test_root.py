@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.agent import AIChannel, AnthropicAIProvider
-from bot.bridge import Bridge
+from bot.bridge.root import Bridge
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.errors import UnservedToolCallError
 from bot.hooks import HookContext, HookResult, HookTrigger
@@ -210,7 +210,7 @@ async def test_observers_hear_every_transition_of_every_channel(
 
 
 class FakeSurface(Watch):
-    """A surface (bot/surfaces.py) that remembers what it was shown and told to say."""
+    """A surface (bot/bridge/surfaces.py) that remembers what it was shown and told to say."""
 
     def __init__(self, name: str, room_prefix: str) -> None:
         super().__init__()
