@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from adapters.settings import Settings
 from adapters.startup import tools_step
 from bot import AIChannel, AIProvider, AnthropicAIProvider, HumanInputToolHandler
+from bot.agent.scripted import ScriptedAIProvider
 from bot.audit.redaction import redaction_keys
 from bot.config.agent_file import AgentConfig, human_tool_names, load_agent_file
 from bot.gates.gate import Gate
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.scripted import ScriptedAIProvider
 from bot.tools.elicitation import HumanElicitation
 from bot.tools.setup import AgentTools, build_tool_handler
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adapters.settings import Settings
-from bot.directory import Directory
 from bot.policies.deciders import Deciders
+from bot.policies.directory import Directory
 from bot.policies.rules import Policy
 
 if TYPE_CHECKING:  # each surface's SDK is imported when that surface is served

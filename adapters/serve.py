@@ -27,7 +27,6 @@ from adapters.settings import Settings, shown_url
 from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
-from bot.access import AnswerPolicy
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.bridge.people import PeopleDirectory, PeopleNames
 from bot.durable.escalations import Escalations
@@ -36,6 +35,7 @@ from bot.gates.grants import Grants
 from bot.human_input.log_lines import log_transition
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.policies.delivery import Delivery
+from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
 from bot.store.copies import CopyTables

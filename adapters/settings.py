@@ -18,7 +18,7 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///hitl-bridge.db"
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "sqlite", "postgresql+asyncpg", "postgresql", "postgres")
 MIN_ADMIN_SECRET = 24  # characters of HITL_ADMIN_TOKEN and HITL_ADMIN_SESSION_KEY, at least
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")  # HITL_LOG_LEVEL
-SCRIPTED_MODEL = "scripted"  # HITL_MODEL: the scripted demo model (bot/scripted.py), no API
+SCRIPTED_MODEL = "scripted"  # HITL_MODEL: the scripted demo model (bot/agent/scripted.py), no API
 
 
 class Settings(BaseSettings):

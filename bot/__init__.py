@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.agent import AIChannel, AIProvider, AnthropicAIProvider, AssistantTurn
+    from bot.agent.hooks import HookContext, HookExecution, HookResult, HookTrigger, ToolCallEvent
     from bot.bridge.root import Bridge
     from bot.bridge.surfaces import Surface
     from bot.errors import (
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
         UndeliverableError,
         UnservedToolCallError,
     )
-    from bot.hooks import HookContext, HookExecution, HookResult, HookTrigger, ToolCallEvent
     from bot.human_input import (
         HumanInputHandler,
         PendingInput,
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
         RequestUpdate,
     )
     from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
-    from bot.tool_context import ToolCallContext, current_tool_actor_id, tool_turn_context
     from bot.tools import AITool, ToolHandler, compose_tool_handlers
+    from bot.tools.context import ToolCallContext, current_tool_actor_id, tool_turn_context
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -89,11 +89,11 @@ _MODULES = {
     "ToolRefusedError": "bot.errors",
     "UndeliverableError": "bot.errors",
     "UnservedToolCallError": "bot.errors",
-    "HookContext": "bot.hooks",
-    "HookExecution": "bot.hooks",
-    "HookResult": "bot.hooks",
-    "HookTrigger": "bot.hooks",
-    "ToolCallEvent": "bot.hooks",
+    "HookContext": "bot.agent.hooks",
+    "HookExecution": "bot.agent.hooks",
+    "HookResult": "bot.agent.hooks",
+    "HookTrigger": "bot.agent.hooks",
+    "ToolCallEvent": "bot.agent.hooks",
     "HumanInputHandler": "bot.human_input",
     "PendingInput": "bot.human_input",
     "PendingInputEvent": "bot.human_input",
@@ -104,9 +104,9 @@ _MODULES = {
     "HumanInputToolHandler": "bot.human_tools.tool",
     "HumanTool": "bot.human_tools.tool",
     "Surface": "bot.bridge.surfaces",
-    "ToolCallContext": "bot.tool_context",
-    "current_tool_actor_id": "bot.tool_context",
-    "tool_turn_context": "bot.tool_context",
+    "ToolCallContext": "bot.tools.context",
+    "current_tool_actor_id": "bot.tools.context",
+    "tool_turn_context": "bot.tools.context",
     "AITool": "bot.tools",
     "ToolHandler": "bot.tools",
     "compose_tool_handlers": "bot.tools",

@@ -16,9 +16,9 @@ from adapters.agent import (
 from adapters.console.surface import ConsoleSurface, Terminal, room_of
 from adapters.settings import Settings
 from bot import AIChannel, AnthropicAIProvider, Bridge, RequestUpdate
-from bot.access import AnswerPolicy
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
+from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
 

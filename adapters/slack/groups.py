@@ -1,4 +1,4 @@
-"""Slack user groups (`slack:S…`) read for the directory (bot/directory.py) with
+"""Slack user groups (`slack:S…`) read for the directory (bot/policies/directory.py) with
 `usergroups.users.list` (the bot token needs `usergroups:read`)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.calls import SlackCallError, call_slack_or_fail, slack_error
-from bot.directory import GroupUnreadable
+from bot.policies.directory import GroupUnreadable
 
 __all__ = ["PREFIX", "SlackGroups"]
 

@@ -26,11 +26,11 @@ from adapters.slack.blocks import Block, context, header, section
 from adapters.slack.calls import call_slack
 from adapters.slack.messages import render_message
 from adapters.slack.text import MODAL_BLOCKS, SECTION_TEXT, SLACK, truncate
-from bot.access import AnswerPolicy
 from bot.human_input import RequestUpdate
 from bot.human_tools.tool import HumanTool
 from bot.records import RequestStore
 from bot.reports.home import AdminHome, home_of
+from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Entra ID groups (`entra:<group id>`) read for the directory (bot/directory.py) from
+"""Entra ID groups (`entra:<group id>`) read for the directory (bot/policies/directory.py) from
 Microsoft Graph: `GET {graph}/v1.0/groups/{id}/transitiveMembers/microsoft.graph.user`, so
 the members of nested groups count too.
 
@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from adapters.teams.http_adapter import App
-from bot.directory import GroupUnreadable
+from bot.policies.directory import GroupUnreadable
 
 __all__ = ["GRAPH_URL", "PREFIX", "EntraGroups", "GraphToken"]
 

@@ -24,7 +24,7 @@ from microsoft_teams.api import ApiClient
 
 from adapters.teams.text import MAX_REFRESH_USERS
 from bot import RenderState, RequestUpdate
-from bot.directory import Directory, GroupUnreadable
+from bot.policies.directory import Directory, GroupUnreadable
 
 __all__ = ["LOOKUP_SECONDS", "Known", "RefreshList", "is_teams_user_id"]
 

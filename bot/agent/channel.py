@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 
+from bot.agent.hooks import HookContext, HookRegistry, HookTrigger, ToolCallEvent
 from bot.agent.provider import (
     INTERRUPTED,
     AIProvider,
@@ -28,12 +29,11 @@ from bot.agent.provider import (
 from bot.agent.transcript import append_user_text, cancelled_results, open_round, text_of
 from bot.durable.leases import RunLeases
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
-from bot.hooks import HookContext, HookRegistry, HookTrigger, ToolCallEvent
 from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import RequestStore
-from bot.tool_context import ToolCallContext, tool_turn_context
+from bot.requests.visible_text import visible
 from bot.tools import AITool, ToolHandler
-from bot.visible_text import visible
+from bot.tools.context import ToolCallContext, tool_turn_context
 
 log = logging.getLogger(__name__)
 
@@ -445,7 +445,7 @@ def _fields(event: ToolCallEvent) -> dict[str, Any]:
 
 
 def _shown(on_text: TextCallback | None) -> TextCallback | None:
-    """`on_text` given the model's words as a person may read them (bot/visible_text.py):
+    """`on_text` given the model's words as a person may read them (bot/requests/visible_text.py):
     a reply is cleaned as a request's arguments are, whichever surface posts it."""
     if on_text is None:
         return None

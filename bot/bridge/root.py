@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.agent import AIChannel, TextCallback
+from bot.agent.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
 from bot.bridge.surfaces import Surface
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.durable.leases import LEASE_SECONDS, RunLeases
 from bot.durable.sweep import DeadlineScheduler
 from bot.errors import UndeliverableError
 from bot.failures import RepeatedFailures
-from bot.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
 from bot.records import AuditEntry, RequestRecord, RequestStore, StoreUnavailableError
 

@@ -60,8 +60,8 @@ from bot.gates.grants import Grants
 from bot.gates.runs import GateRunStore, MemoryGateRuns
 from bot.human_input import HumanInputHandler, undeliverable_message
 from bot.records import GateRun
-from bot.tool_context import ToolCallContext, current_tool_context
 from bot.tools import AITool, ToolHandler
+from bot.tools.context import ToolCallContext, current_tool_context
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.directory import Directory, GroupUnreadable
 from bot.gates.approvals import GATE_TOOL
+from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.ladder import Audience, Fired, approvers_after, audience
 from bot.policies.policy_file import Rule
 from bot.policies.principals import Principal

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 
-from bot.directory import Directory, GroupUnreadable
 from bot.policies.deciders import ALLOWED, Deciders, Verdict
+from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.policy_file import Drivers
 from bot.policies.principals import Principal
 from bot.records import AuditEntry, RequestStore, StoreUnavailableError

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.access import AnswerPolicy
 from bot.commands import open_requests_of
 from bot.commands.lines import decision_lines
 from bot.records import RequestRecord, RequestStore
 from bot.reports.decision_times import WINDOW, decision_times, figures_line
+from bot.requests.access import AnswerPolicy
 from bot.requests.wording import Phrase
 
 DECISIONS_READ = 2000  # the latest decisions the figures are computed over (a week's, mostly)

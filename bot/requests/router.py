@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from bot.access import AnswerPolicy
 from bot.audit.refusals import record_refused_answer
 from bot.durable.stored_requests import settled_record
 from bot.errors import AnswerInvalidError
@@ -37,6 +36,7 @@ from bot.policies.rules import Policy
 from bot.policies.tally import MemoryVotes, Tally, VoteBox, arguments_digest, needs_votes, tally
 from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError, Vote
 from bot.requests import wording
+from bot.requests.access import AnswerPolicy
 from bot.requests.catalog import kind_of
 from bot.requests.forms import Form, FormResult, read_form
 from bot.requests.kinds import DECLINE, Control, Verb

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from bot.errors import HumanInputRejectedError
 from bot.human_input import HumanInputHandler
 from bot.human_tools.tool import HumanTool
-from bot.tool_context import ToolCallContext
+from bot.tools.context import ToolCallContext
 
 ELICIT_INPUT = "elicitInput"
 DEFAULT_TIMEOUT_SECONDS = 300.0

@@ -12,13 +12,13 @@ import anthropic
 import pytest
 
 from bot.agent import INTERRUPTED, AIChannel, AnthropicAIProvider
+from bot.agent.hooks import HookContext, HookResult, HookTrigger, ToolCallEvent
 from bot.bridge.root import Bridge
 from bot.errors import ToolFailedError, UnservedToolCallError
-from bot.hooks import HookContext, HookResult, HookTrigger, ToolCallEvent
 from bot.human_input import RenderState
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler
-from bot.tool_context import current_tool_actor_id
 from bot.tools import AITool
+from bot.tools.context import current_tool_actor_id
 from tests.bot.conftest import WAIT, StartTurn, Watch, answer_next, watch, within
 from tests.fakes.anthropic_api import (
     FakeAnthropic,

@@ -26,7 +26,7 @@ from bot.human_input import (
 )
 from bot.records import RequestRecord, RequestStatus
 from bot.store import SqlStore, open_store
-from bot.tool_context import ToolCallContext, tool_turn_context
+from bot.tools.context import ToolCallContext, tool_turn_context
 from tests.bot.conftest import settle_loop
 
 TOOL = "AskUserQuestion"

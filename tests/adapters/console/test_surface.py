@@ -13,8 +13,8 @@ import pytest
 
 from adapters.console.surface import ConsoleSurface, room_of
 from bot import AIChannel, Bridge, HumanInputToolHandler
+from bot.agent.scripted import SCRIPT, ScriptedAIProvider
 from bot.requests.router import Router
-from bot.scripted import SCRIPT, ScriptedAIProvider
 from bot.store import SqlStore, open_store
 
 Typed = str | Callable[["Conversation"], Awaitable[str]]

@@ -10,7 +10,7 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.groups import SlackGroups
-from bot.directory import Directory, GroupUnreadable
+from bot.policies.directory import Directory, GroupUnreadable
 from tests.fakes.slack_api import FakeSlack
 
 OPS = "slack:S0OPSTEAM"

@@ -38,8 +38,8 @@ from adapters.settings import Settings
 from adapters.teams.app import UNAUTHENTICATED_WARNING, TeamsAdapter
 from adapters.teams.config import TeamsConfig, teams_config
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, HumanInputToolHandler
-from bot.access import AnswerPolicy
 from bot.records import RequestStatus
+from bot.requests.access import AnswerPolicy
 from bot.store import open_store, upgrade
 from tests.adapters.teams.conftest import (
     ADMIN,

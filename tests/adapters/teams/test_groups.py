@@ -19,7 +19,7 @@ from microsoft_teams.api.auth.cloud_environment import PUBLIC
 
 from adapters.teams.groups import EntraGroups
 from adapters.teams.http_adapter import close_app, new_app
-from bot.directory import Directory, GroupUnreadable
+from bot.policies.directory import Directory, GroupUnreadable
 
 GROUP_ID = "6f1c3f5e-0000-4000-8000-0000000000a1"
 OPS = f"entra:{GROUP_ID}"

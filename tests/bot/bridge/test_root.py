@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from bot.agent import AIChannel, AnthropicAIProvider
+from bot.agent.hooks import HookContext, HookResult, HookTrigger
 from bot.bridge.root import Bridge
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.errors import UnservedToolCallError
-from bot.hooks import HookContext, HookResult, HookTrigger
 from bot.human_input import PendingInputEvent, RenderState, RequestUpdate
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler
 from bot.records import RequestRecord, RequestStatus

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.access import AnswerPolicy
 from bot.commands import LISTED, Commands, Place
 from bot.gates.grants import Grants
 from bot.records import RequestRecord
+from bot.requests.access import AnswerPolicy
 from bot.store import SqlStore, open_store
 
 HERE = Place("slack:C1", ":")

@@ -23,7 +23,7 @@ from bot.requests.forms import read_form
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, NeedsForm, Refusal, Refused, Settled
 from bot.requests.view import build_view
-from bot.tool_context import ToolCallContext, tool_turn_context
+from bot.tools.context import ToolCallContext, tool_turn_context
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 from tests.bot.tools.gated import (
     ACTOR,

@@ -20,8 +20,8 @@ from bot.errors import (
 )
 from bot.human_input import HumanInputHandler, RenderState
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanInputToolHandler, HumanTool
-from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, compose_tool_handlers
+from bot.tools.context import ToolCallContext, tool_turn_context
 from tests.bot.conftest import WAIT, answer_next, watch, within
 
 # -- arguments ----------------------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.directory import Directory, GroupUnreadable
 from bot.gates.approvals import GATE_TOOL
 from bot.policies.deciders import Deciders, subject
+from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.policy_file import PolicyFile
 from bot.policies.rules import Policy
 from bot.records import RequestRecord

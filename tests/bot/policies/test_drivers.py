@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.directory import Directory
 from bot.policies.deciders import Deciders
+from bot.policies.directory import Directory
 from bot.policies.drivers import NOT_A_DRIVER, drivers_of, may_drive, refused_turn
 from bot.policies.policy_file import PolicyFile
 from bot.policies.rules import Policy

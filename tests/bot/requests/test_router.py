@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bot import HumanInputHandler, HumanInputRejectedError, HumanInputToolHandler
-from bot.access import AnswerPolicy
 from bot.records import RequestStatus
+from bot.requests.access import AnswerPolicy
 from bot.requests.kinds import Verb
 from bot.requests.router import (
     Interaction,

@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bot.access import AnswerPolicy
 from bot.errors import ToolFailedError
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
+from bot.requests.access import AnswerPolicy
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router
 from bot.store import SqlStore, open_store
-from bot.tool_context import ToolCallContext, tool_turn_context
 from bot.tools import AITool, ToolHandler
+from bot.tools.context import ToolCallContext, tool_turn_context
 from tests.bot.store.conftest import Database
 
 ACTOR, APPROVER, STRANGER = "U0ACTOR01", "U0APPROVE", "U0STRANGE"

@@ -19,7 +19,7 @@ from bot.requests.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.requests.view import RequestView, build_view
-from bot.tool_context import ToolCallContext, tool_turn_context
+from bot.tools.context import ToolCallContext, tool_turn_context
 from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
 from bot.tools.mcp_tools import McpServerSource
 from bot.tools.setup import AgentTools

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bot import AIChannel, HumanInputToolHandler, ToolHandler
+from bot.agent.scripted import ScriptedAIProvider
 from bot.config.agent_file import AgentConfig, load_agent_file
 from bot.errors import ConfigurationError, UnservedToolCallError
-from bot.scripted import ScriptedAIProvider
 from bot.tools import AITool
 from bot.tools.setup import AgentTools, ApprovalRule, build_tool_handler
 from tests.bot.tools.servers import SERVER, until

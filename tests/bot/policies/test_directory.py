@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from bot.directory import Directory, GroupUnreadable
+from bot.policies.directory import Directory, GroupUnreadable
 
 OPS = "slack:S0OPSTEAM"
 ENTRA = "entra:6f1c3f5e-0000-4000-8000-000000000001"
@@ -141,7 +141,7 @@ async def test_a_source_that_fails_unexpectedly_makes_the_group_unreadable(
 ) -> None:
     slack.failures.append(KeyError("a bug in the source"))
     failed = pytest.raises(GroupUnreadable, match=r"its source failed \(KeyError\)")
-    with caplog.at_level(logging.ERROR, logger="bot.directory"), failed:
+    with caplog.at_level(logging.ERROR, logger="bot.policies.directory"), failed:
         await directory.is_member("U0ALICE", OPS)
     assert f"reading the members of {OPS} failed" in caplog.text
 
