@@ -3,7 +3,7 @@
 Why a table and not a task: a callback must survive the worker that heard the settle. The
 settle's hook (`Doors.on_settled`) writes one delivery row per request (a unique key, so two
 workers hearing the same settle make one), and a sender on every worker's event loop claims
-due rows one attempt at a time with a compare-and-set lease (bot/store/webhook_rows.py): two
+due rows one attempt at a time with a compare-and-set lease (bot/store/webhooks.py): two
 workers never send the same attempt at once, and a row left by a dead worker is sent by another
 once its lease lapses. Delivery is at least once (a worker dying between the receiver's 2xx and
 writing it down sends again): receivers deduplicate on `X-Hitl-Delivery`, the same on every

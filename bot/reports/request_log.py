@@ -1,5 +1,5 @@
 """The request log an admin reads (the web console, adapters/admin): which requests, filtered
-how, and what each one's row holds. Pure: the store's SQL is bot/store/request_log_rows.py.
+how, and what each one's row holds. Pure: the store's SQL is bot/store/request_log.py.
 
 A filter comes from a query string (`read_filter`) and goes back into one (`filter_query`), so
 a page's links (next page, CSV) keep the filter that made it.

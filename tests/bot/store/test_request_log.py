@@ -1,4 +1,4 @@
-"""The request log's SQL (bot/store/request_log_rows.py) on SQLite and PostgreSQL."""
+"""The request log's SQL (bot/store/request_log.py) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
