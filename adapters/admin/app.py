@@ -68,7 +68,7 @@ SECURITY_HEADERS = {
 CHAIN_WAIT = 2.0  # seconds the overview waits for the audit chain's walk
 
 
-class ChainReport(Protocol):
+class ChainStatus(Protocol):
     """What the audit chain's verification reports (bot/audit/chain.py's ChainReport)."""
 
     @property
@@ -84,7 +84,7 @@ class ChainReport(Protocol):
     def intact(self) -> bool: ...
 
 
-ChainCheck = Callable[[], Awaitable[ChainReport]]
+VerifyChain = Callable[[], Awaitable[ChainStatus]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +111,13 @@ class AdminConsole:
         admin_token: str | None = None,
         session_key: bytes | None = None,
         cookie_secure: bool | None = None,
-        chain: ChainCheck | None = None,
+        chain: VerifyChain | None = None,
         people: PeopleNames | None = None,
     ) -> None:
         self.log = log
         self.chain = chain
         self.people = people  # display names of people (ids shown when None or unknown)
-        self._walk: asyncio.Future[ChainReport] | None = None  # the chain's latest walk
+        self._walk: asyncio.Future[ChainStatus] | None = None  # the chain's latest walk
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=True,
             undefined=StrictUndefined,
@@ -296,7 +296,7 @@ async def _secure_headers(_: web.Request, response: web.StreamResponse) -> None:
 def open_console(
     settings: Settings,
     store: SqlStore,
-    chain: ChainCheck | None = None,
+    chain: VerifyChain | None = None,
     people: PeopleNames | None = None,
 ) -> AdminConsole:
     """The console of `serve`, on its store, configured by HITL_ADMIN_* (adapters/settings.py)."""

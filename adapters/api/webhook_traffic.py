@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from bot.store.webhooks import Choose, Delivery
+from bot.store.webhooks import Choose, WebhookDelivery
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +63,11 @@ class Traffic:
         self._tokens: Counter[str] = Counter()
         self._circuits: dict[str, Circuit] = {}
 
-    def started(self, delivery: Delivery) -> None:
+    def started(self, delivery: WebhookDelivery) -> None:
         self._hosts[host_key(delivery.url)] += 1
         self._tokens[delivery.requester] += 1
 
-    def ended(self, delivery: Delivery) -> None:
+    def ended(self, delivery: WebhookDelivery) -> None:
         """An attempt is over (whatever came of it): its slots are free."""
         self._hosts[host_key(delivery.url)] -= 1
         self._tokens[delivery.requester] -= 1
@@ -109,8 +109,8 @@ class Traffic:
         per_host, per_token = self.limits.per_host, self.limits.per_token
         lifetime = timedelta(seconds=give_up_after)
 
-        def choose(due: list[Delivery]) -> tuple[list[Delivery], dict[str, datetime]]:
-            chosen: list[Delivery] = []
+        def choose(due: list[WebhookDelivery]) -> tuple[list[WebhookDelivery], dict[str, datetime]]:
+            chosen: list[WebhookDelivery] = []
             postponed: dict[str, datetime] = {}
             for delivery in due:
                 host = host_key(delivery.url)

@@ -50,7 +50,7 @@ from adapters.api.callback_urls import CheckedResolver, RefusedUrl, checked_targ
 from adapters.api.webhook_traffic import Limits, Traffic
 from bot.failures import RepeatedFailures, first_line
 from bot.records import Asked, AuditEntry
-from bot.store.webhooks import Added, Delivery, WebhookTables
+from bot.store.webhooks import Added, WebhookDelivery, WebhookTables
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class Webhooks:
             return
         now = datetime.now(UTC)
         raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-        delivery = Delivery(
+        delivery = WebhookDelivery(
             id=secrets.token_hex(12), request_id=asked.request_id, requester=asked.requester,
             url=asked.callback_url, body=raw, attempts=0, first_at=now, next_at=now,
         )  # fmt: skip
@@ -216,18 +216,18 @@ class Webhooks:
         seconds = (due - datetime.now(UTC)).total_seconds()
         return min(max(seconds, 0.01), RECHECK)  # the floor: never a busy loop
 
-    def _spawn(self, delivery: Delivery) -> None:
+    def _spawn(self, delivery: WebhookDelivery) -> None:
         task = asyncio.create_task(self._attempt(delivery), name="hitl-webhook")
         self._attempts.add(task)
         self.traffic.started(delivery)
         task.add_done_callback(lambda ended: self._ended(ended, delivery))
 
-    def _ended(self, task: asyncio.Task[None], delivery: Delivery) -> None:
+    def _ended(self, task: asyncio.Task[None], delivery: WebhookDelivery) -> None:
         self._attempts.discard(task)
         self.traffic.ended(delivery)
         self._wake.set()  # room for another, and perhaps a retry sooner than the loop's sleep
 
-    async def _attempt(self, delivery: Delivery) -> None:
+    async def _attempt(self, delivery: WebhookDelivery) -> None:
         try:
             sent = await self._send(delivery)
             done, audit = self._outcome(delivery, sent, datetime.now(UTC))
@@ -240,7 +240,7 @@ class Webhooks:
         except Exception as err:  # the store: the row stays leased, and is retried once it lapses
             self._failures.failed("delivering a webhook", err)
 
-    async def _send(self, delivery: Delivery) -> Sent:
+    async def _send(self, delivery: WebhookDelivery) -> Sent:
         """One POST of the delivery, signed with its token's secret now (a rotated secret
         signs the retries)."""
         secret = await self.secret_for(delivery.requester)
@@ -266,8 +266,8 @@ class Webhooks:
             return Sent(error=line[:300])
 
     def _outcome(
-        self, delivery: Delivery, sent: Sent, now: datetime
-    ) -> tuple[Delivery, list[AuditEntry]]:
+        self, delivery: WebhookDelivery, sent: Sent, now: datetime
+    ) -> tuple[WebhookDelivery, list[AuditEntry]]:
         """The delivery after this attempt, and its audit lines."""
         if sent.delivered:
             self.traffic.delivered(delivery.url)
@@ -287,8 +287,8 @@ class Webhooks:
         return replace(delivery, next_at=min(retry, deadline)), [failed]  # a last try at the end
 
     def _give_up(
-        self, delivery: Delivery, now: datetime, reason: str, audit: list[AuditEntry]
-    ) -> tuple[Delivery, list[AuditEntry]]:
+        self, delivery: WebhookDelivery, now: datetime, reason: str, audit: list[AuditEntry]
+    ) -> tuple[WebhookDelivery, list[AuditEntry]]:
         log.info("webhook %s of request %s: gave up: %s", delivery.id, delivery.request_id, reason)
         done = replace(delivery, done_at=now, outcome=f"gave up: {reason}")
         return done, [*audit, _line("webhook.gave_up", delivery, now, reason=reason)]
@@ -300,7 +300,7 @@ class Webhooks:
         return timedelta(seconds=min(self.max_retry, jittered))
 
 
-def _line(action: str, delivery: Delivery, at: datetime, **detail: Any) -> AuditEntry:
+def _line(action: str, delivery: WebhookDelivery, at: datetime, **detail: Any) -> AuditEntry:
     """An audit line of an attempt: the host only (a URL's path and query may hold secrets)."""
     said = {"host": host_of(delivery.url), "attempt": delivery.attempts, "delivery": delivery.id,
             "requester": delivery.requester, **detail}  # fmt: skip

@@ -16,11 +16,11 @@ from typing import Any
 
 from aiohttp import web
 
-Scope = MutableMapping[str, Any]
+AsgiScope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+AsgiApp = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
 
 GONE_POLL = 1.0  # seconds between looks at whether the client closed its connection
 
@@ -34,7 +34,7 @@ async def serve_asgi(
     return await exchange.finished()
 
 
-def _scope(request: web.Request, extra: Mapping[str, Any]) -> Scope:
+def _scope(request: web.Request, extra: Mapping[str, Any]) -> AsgiScope:
     path, _, _ = request.raw_path.partition("?")
     transport = request.transport
     server = transport.get_extra_info("sockname") if transport is not None else None

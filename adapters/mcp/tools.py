@@ -90,13 +90,13 @@ class _Args(BaseModel):
 
 
 Seconds = Annotated[float, Field(allow_inf_nan=False)]
-Address = Annotated[str, Field(min_length=1, max_length=MAX_ADDRESS)]
+AddressText = Annotated[str, Field(min_length=1, max_length=MAX_ADDRESS)]
 
 
 class AskOptions(_Args):
     """What every asking tool takes beside its built-in tool's arguments."""
 
-    to: Address | None = Field(None, description="Who to ask.")
+    to: AddressText | None = Field(None, description="Who to ask.")
     timeout_seconds: Seconds | None = Field(
         None, description="How long the person has to answer before the request expires."
     )
@@ -121,7 +121,7 @@ class PermissionArgs(BaseModel):
     tool_name: str = Field(min_length=1, max_length=200, description="The tool to run.")
     input: dict[str, Any] = Field(description="The tool call's input.")
     tool_use_id: str | None = Field(None, description="The tool call's id.")
-    to: Address | None = Field(None, description="Who to ask.")
+    to: AddressText | None = Field(None, description="Who to ask.")
     timeout_seconds: Seconds | None = Field(
         None, description="How long the person has to answer before the call is denied."
     )

@@ -44,7 +44,7 @@ from adapters.http_limits import (
     read_body,
     report_unexpected,
 )
-from adapters.slack.conversations import Conversations
+from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
 from adapters.slack.parse import PayloadError, check_envelope
@@ -133,7 +133,7 @@ class SlackAdapter:
         self._failures = Throttled(log, LOG_EVERY, burst=10, level=logging.ERROR)
         self.surface = SlackSurface(client, store, router.tools, copies)
         bridge.attach(self.surface)
-        self.conversations = Conversations(
+        self.conversations = SlackConversations(
             channel=channel,
             surface=self.surface,
             store=store,

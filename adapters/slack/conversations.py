@@ -81,7 +81,7 @@ def is_from_person(event: dict[str, Any], bot_user_id: str) -> bool:
     )
 
 
-class Conversations:
+class SlackConversations:
     """Routes people's messages to answers (a pending question) or to agent turns."""
 
     def __init__(

@@ -330,7 +330,7 @@ _VIEW = _kinds(
 )  # fmt: skip
 _STATE = _kinds(objects=(_OBJECT, ("values",)))
 _RESPONSE_URL = _kinds(strings=(_STRING, ("response_url",)))
-_PERSON_EVENTS = ("message", "app_mention")  # what Conversations reads, field by field
+_PERSON_EVENTS = ("message", "app_mention")  # what SlackConversations reads, field by field
 
 
 def _check(fields: Mapping[str, Any], kinds: Mapping[str, _Kind], where: str) -> None:

@@ -37,7 +37,7 @@ START_ATTEMPTS = 5  # at start, then serve fails (status 1): Slack is down, or o
 FIRST_BACKOFF = 1.0  # seconds, doubled after each failure up to MAX_BACKOFF
 MAX_BACKOFF = 60.0
 
-Refused = Callable[[StartupError], None]
+OnRefused = Callable[[StartupError], None]
 
 
 def refusal(code: str) -> StartupError:
@@ -100,7 +100,7 @@ class _Client(SocketModeClient):
     refusal seen on a reconnection is handed to `refused` (serve stops with it) and this client
     stops, instead of retrying (and logging a traceback) forever."""
 
-    def __init__(self, app: AsyncApp, token: str, refused: Refused) -> None:
+    def __init__(self, app: AsyncApp, token: str, refused: OnRefused) -> None:
         super().__init__(app_token=token, logger=app.logger, web_client=app.client,
                          ping_interval=10)  # fmt: skip  # Bolt's handler's default
         self._refused = refused
@@ -122,7 +122,7 @@ class SocketMode(AsyncSocketModeHandler):
     """Bolt's Socket Mode handler over `_Client`. Its first connection is opened by `start`,
     once, before anything is handed to the client: a refused token stops the start."""
 
-    def __init__(self, app: AsyncApp, token: str, refused: Refused) -> None:
+    def __init__(self, app: AsyncApp, token: str, refused: OnRefused) -> None:
         # Not super().__init__: it would start a client of its own (a session, a task).
         self.app = app
         self.app_token = token
@@ -130,7 +130,7 @@ class SocketMode(AsyncSocketModeHandler):
         self.client.socket_mode_request_listeners.append(self.handle)  # type: ignore[arg-type]
 
     @classmethod
-    async def start(cls, app: AsyncApp, token: str, refused: Refused) -> SocketMode:
+    async def start(cls, app: AsyncApp, token: str, refused: OnRefused) -> SocketMode:
         """Connected to Slack; a StartupError (the token refused, Slack out of reach) else."""
         url = await open_connection(app.client, token)
         handler = cls(app, token, refused)

@@ -35,7 +35,7 @@ from microsoft_teams.common import ClientOptions
 from adapters.server import TEAMS_PATH
 from adapters.teams.config import SDK_CREDENTIALS_FOUND, TeamsConfig
 from adapters.teams.connector import Connector
-from adapters.teams.conversations import COMMAND, Conversations
+from adapters.teams.conversations import COMMAND, TeamsConversations
 from adapters.teams.http_adapter import AiohttpAdapter, close_app, connector_client, new_app
 from adapters.teams.invokes import Invokes
 from adapters.teams.surface import People, TeamsSurface
@@ -120,7 +120,7 @@ class TeamsAdapter:
             store, policy, grants, command=f"@hitl-bridge {COMMAND}", router=self.router,
             surface="teams",
         )  # fmt: skip
-        self.conversations = Conversations(
+        self.conversations = TeamsConversations(
             channel=channel, surface=self.surface, store=store, people=self.people,
             commands=commands, deciders=self.router.deciders,
         )  # fmt: skip

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.teams.inputs import Element, Filled, Person, Room, form_elements
+from adapters.teams.inputs import Element, Filled, Pick, Space, form_elements
 from adapters.teams.text import (
     CARD_BUDGET,
     FACT_TITLE,
@@ -83,7 +83,7 @@ class Drawing:
     notice: Phrase | None = None
     open: Verb | None = None
     filled: Filled = field(default_factory=Filled)
-    people: Sequence[Person] = ()  # whom a person field offers
+    people: Sequence[Pick] = ()  # whom a person field offers
 
 
 def render_card(
@@ -200,7 +200,7 @@ def _shares(texts: list[str], budget: int) -> list[str]:
 def _controls(view: RequestView, drawing: Drawing) -> tuple[list[Element], list[Element]]:
     """The inputs drawn in the body (the open form's) and the card's actions."""
     forms = [c.form for c in view.controls if c.form is not None and c.form.fields]
-    room = Room.for_forms(forms, drawing.people)
+    room = Space.for_forms(forms, drawing.people)
     body: list[Element] = []
     actions: list[Element] = []
     for control in view.controls:

@@ -63,7 +63,7 @@ def text_of(message: MessageActivity) -> str:
     return (message.strip_mentions_text(options).text or "").strip()
 
 
-class Conversations:
+class TeamsConversations:
     """Routes people's messages to agent turns and remembers how to reach them."""
 
     def __init__(

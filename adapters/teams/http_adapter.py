@@ -58,7 +58,7 @@ with warnings.catch_warnings():
     from microsoft_teams.apps.http.adapter import HttpMethod, HttpRouteHandler
 
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
-from adapters.teams.tokens import ActivityVerifier, Refused
+from adapters.teams.tokens import ActivityVerifier, TokenRefused
 
 __all__ = [
     "ActivityHandler",
@@ -161,7 +161,7 @@ class AiohttpAdapter:
         if self._verifier is not None:
             try:
                 claims = await self._verifier.verify(request.headers.get("Authorization"))
-            except Refused as refusal:
+            except TokenRefused as refusal:
                 return self._refuse(request, str(refusal))
         try:
             activity = parse_activity(await read_body(request, MAX_BODY_BYTES))
@@ -176,7 +176,7 @@ class AiohttpAdapter:
         if claims is not None:
             try:
                 ActivityVerifier.check_service_url(claims, activity.get("serviceUrl"))
-            except Refused as refusal:
+            except TokenRefused as refusal:
                 return self._refuse(request, str(refusal))
         return _to_aiohttp(await on_activity(activity))
 

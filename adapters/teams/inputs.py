@@ -52,7 +52,7 @@ from bot.requests.forms import (
 )
 
 Element = dict[str, Any]
-Person = tuple[str, str]  # (user id as the core knows it, display name)
+Pick = tuple[str, str]  # (user id as the core knows it, display name)
 
 DATE, TIME, LINK, NAME, OTHER = "date", "time", "url", "name", "other"  # the parts of a field
 OPTIONS_EACH = 100  # a choice shows at most this many options (the core's maximum)
@@ -75,7 +75,7 @@ class Filled:
 
 
 @dataclass(slots=True)
-class Room:
+class Space:
     """What the inputs of one card may take together: choices and their titles, labels, and
     the person's values put back (a value that does not fit is left out, never cut: a cut value
     would be sent back as if typed)."""
@@ -86,7 +86,7 @@ class Room:
     prefill: int = PREFILL_TEXT
 
     @classmethod
-    def for_forms(cls, forms: Sequence[Form], people: Sequence[Person]) -> Room:
+    def for_forms(cls, forms: Sequence[Form], people: Sequence[Pick]) -> Space:
         fields = [f for form in forms for f in form.fields[:FIELDS]]
         sets = [n for n in (_choice_count(f, people) for f in fields) if n]
         each = OPTIONS_EACH  # the most options of one input that lets all fit MAX_CHOICES
@@ -100,7 +100,7 @@ class Room:
         )
 
 
-def _choice_count(spec: FormField, people: Sequence[Person]) -> int:
+def _choice_count(spec: FormField, people: Sequence[Pick]) -> int:
     if spec.kind in (FieldKind.CHOICE, FieldKind.CHOICES):
         return len(spec.options)
     return len(people) if spec.kind is FieldKind.USER else 0
@@ -113,8 +113,8 @@ def form_elements(
     form: Form,
     *,
     filled: Filled,
-    room: Room,
-    people: Sequence[Person] = (),
+    room: Space,
+    people: Sequence[Pick] = (),
     required: bool = True,
 ) -> list[Element]:
     """The inputs of `form`, each field's error under it and the form's own above them.
@@ -136,8 +136,8 @@ def _field(
     form: Form,
     spec: FormField,
     filled: Filled,
-    room: Room,
-    people: Sequence[Person],
+    room: Space,
+    people: Sequence[Pick],
     required: bool,
 ) -> list[Element]:
     label = plain_text(spec.label, room.label) or spec.name
@@ -172,14 +172,14 @@ def _error(message: str) -> Element:
 # -- each kind ---------------------------------------------------------------------------------
 
 
-def _text(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _text(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     multiline = spec.kind is FieldKind.LONG_TEXT
     limit = spec.max_length or (LONG_TEXT_MAX if multiline else TEXT_MAX)
     element = {"type": "Input.Text", **base, "maxLength": limit}
     return [{**element, "isMultiline": True} if multiline else element]
 
 
-def _number(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _number(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     element: Element = {"type": "Input.Number", **base}
     for key, bound in (("min", spec.minimum), ("max", spec.maximum)):
         number = _json_number(bound)
@@ -188,40 +188,38 @@ def _number(spec: FormField, base: Element, room: Room, people: Sequence[Person]
     return [element]
 
 
-def _email(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _email(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     return [{"type": "Input.Text", **base, "style": "email", "regex": EMAIL.pattern,
              "maxLength": 254}]  # fmt: skip
 
 
-def _url(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _url(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     return [{"type": "Input.Text", **base, "style": "url", "regex": URL.pattern,
              "maxLength": URL_MAX, "placeholder": "https://…"}]  # fmt: skip
 
 
-def _date(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _date(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     return [{"type": "Input.Date", **base}]
 
 
-def _time(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _time(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     return [{"type": "Input.Time", **base}]
 
 
-def _datetime(
-    spec: FormField, base: Element, room: Room, people: Sequence[Person]
-) -> list[Element]:
+def _datetime(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     date = {"type": "Input.Date", **base, "id": f"{base['id']}.{DATE}"}
     rest = {k: v for k, v in base.items() if k not in ("id", "label")}
     time = {"type": "Input.Time", **rest, "id": f"{base['id']}.{TIME}", "label": "Time (UTC)"}
     return [date, time]
 
 
-def _boolean(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _boolean(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     rest = {k: v for k, v in base.items() if k != "label"}
     return [{"type": "Input.Toggle", **rest, "title": base["label"], "valueOn": "true",
              "valueOff": "false", "value": "false", "wrap": True}]  # fmt: skip
 
 
-def _choice(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _choice(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     element = _choice_set(base, spec.options, room)
     if spec.kind is FieldKind.CHOICES:
         element["isMultiSelect"] = True
@@ -231,7 +229,7 @@ def _choice(spec: FormField, base: Element, room: Room, people: Sequence[Person]
     return [element]
 
 
-def _choice_set(base: Element, options: Sequence[Option], room: Room) -> Element:
+def _choice_set(base: Element, options: Sequence[Option], room: Space) -> Element:
     """A compact ChoiceSet: each option by its numbered label (two long options sharing the
     start the title keeps are told apart by number), its value the option's value."""
     shown = options[: room.choices]
@@ -240,7 +238,7 @@ def _choice_set(base: Element, options: Sequence[Option], room: Room) -> Element
             "placeholder": "Choose…", "wrap": True}  # fmt: skip
 
 
-def _user(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _user(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     typed = {"type": "Input.Text", **base, "maxLength": 100, "placeholder": "Email or user id"}
     if not people:
         return [typed]
@@ -252,7 +250,7 @@ def _user(spec: FormField, base: Element, room: Room, people: Sequence[Person]) 
     return [picked, other]
 
 
-def _file(spec: FormField, base: Element, room: Room, people: Sequence[Person]) -> list[Element]:
+def _file(spec: FormField, base: Element, room: Space, people: Sequence[Pick]) -> list[Element]:
     hint = _note("Share the file in OneDrive or SharePoint and paste its link here.")
     link = {"type": "Input.Text", **base, "id": f"{base['id']}.{LINK}", "style": "url",
             "maxLength": URL_MAX, "placeholder": "https://…",
@@ -288,8 +286,8 @@ def _put_back(
     spec: FormField,
     form: Form,
     filled: Filled,
-    room: Room,
-    people: Sequence[Person],
+    room: Space,
+    people: Sequence[Pick],
 ) -> Element:
     if not str(element.get("type", "")).startswith("Input."):
         return element
@@ -310,7 +308,7 @@ def _given(value: Any) -> bool:
     return value is not None and value != ""
 
 
-def _own(element_id: str, spec: FormField, form: Form, people: Sequence[Person]) -> Any:
+def _own(element_id: str, spec: FormField, form: Form, people: Sequence[Pick]) -> Any:
     """The field's pre-filled value (as `read_form` returns it) for one of its inputs."""
     value = spec.value
     if value is None:

@@ -42,7 +42,7 @@ import jwt
 from microsoft_teams.api.auth.cloud_environment import CloudEnvironment
 from microsoft_teams.apps.auth.token_validator import JWT_LEEWAY_SECONDS, TokenValidator
 
-__all__ = ["ActivityVerifier", "Refused", "SigningKeys", "TokenRules"]
+__all__ = ["ActivityVerifier", "SigningKeys", "TokenRefused", "TokenRules"]
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ MAX_KEYS_BYTES = 1024 * 1024  # Microsoft's key set is ~10 KB
 BEARER = "Bearer "
 
 
-class Refused(Exception):
+class TokenRefused(Exception):
     """A token that does not authenticate the request; the message is a fixed reason."""
 
 
@@ -226,13 +226,13 @@ def _unverified_header(token: str) -> dict[str, Any]:
     `jwt.decode` parses the whole token strictly later, for the tokens that get that far."""
     parts = token.split(".")
     if len(parts) != 3 or not 0 < len(parts[0]) <= MAX_HEADER_CHARS:
-        raise Refused("not a JWT")
+        raise TokenRefused("not a JWT")
     try:
         header = json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)))
     except (ValueError, RecursionError):  # binascii.Error and UnicodeDecodeError included
-        raise Refused("not a JWT") from None
+        raise TokenRefused("not a JWT") from None
     if not isinstance(header, dict):
-        raise Refused("not a JWT")
+        raise TokenRefused("not a JWT")
     return header
 
 
@@ -251,19 +251,19 @@ class ActivityVerifier:
         """The token's verified claims, or Refused. Only a token whose header names RS256 and
         a key id can cause a fetch of the keys (and only as `SigningKeys.get` allows)."""
         if not authorization or not authorization.startswith(BEARER):
-            raise Refused("no bearer token")
+            raise TokenRefused("no bearer token")
         token = authorization.removeprefix(BEARER).strip()
         if len(token) > MAX_TOKEN_CHARS:
-            raise Refused("the token is too long")
+            raise TokenRefused("the token is too long")
         header = _unverified_header(token)
         if header.get("alg") != ALGORITHM:
-            raise Refused("the token's algorithm is not RS256")
+            raise TokenRefused("the token's algorithm is not RS256")
         kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
-            raise Refused("the token names no signing key")
+            raise TokenRefused("the token names no signing key")
         key = await self.keys.get(kid)
         if key is None:
-            raise Refused("the token's signing key is unknown")
+            raise TokenRefused("the token's signing key is unknown")
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -275,15 +275,15 @@ class ActivityVerifier:
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.InvalidSignatureError:
-            raise Refused("the token's signature is not valid") from None
+            raise TokenRefused("the token's signature is not valid") from None
         except jwt.ExpiredSignatureError:
-            raise Refused("the token has expired") from None
+            raise TokenRefused("the token has expired") from None
         except jwt.InvalidAudienceError:
-            raise Refused("the token is for another audience") from None
+            raise TokenRefused("the token is for another audience") from None
         except jwt.InvalidIssuerError:
-            raise Refused("the token is from another issuer") from None
+            raise TokenRefused("the token is from another issuer") from None
         except (jwt.InvalidTokenError, ValueError, RecursionError):
-            raise Refused("the token is not valid") from None
+            raise TokenRefused("the token is not valid") from None
         return claims
 
     @staticmethod
@@ -294,9 +294,9 @@ class ActivityVerifier:
             return
         claimed = claims.get("serviceurl")
         if not isinstance(claimed, str) or not claimed:
-            raise Refused("the token has no serviceurl claim")
+            raise TokenRefused("the token has no serviceurl claim")
         if not isinstance(service_url, str) or claimed.rstrip("/") != service_url.rstrip("/"):
-            raise Refused("the activity's serviceUrl is not the token's")
+            raise TokenRefused("the activity's serviceUrl is not the token's")
 
     async def close(self) -> None:
         await self.keys.close()

@@ -29,7 +29,7 @@ RECHECK = 5.0  # seconds between reads of the requests waited on (a missed wake-
 GONE_EVERY = 1.0  # seconds between looks at whether the polls' clients are still there
 RETRY_AFTER = 5  # seconds a refused poll is told to wait
 BATCH = 500  # request ids read a query
-Settled = Callable[[list[str]], Awaitable[Collection[str]]]  # which of these are not pending
+SettledAmong = Callable[[list[str]], Awaitable[Collection[str]]]  # which of these are not pending
 Gone = Callable[[], bool]  # whether the poll's client left
 
 
@@ -67,7 +67,7 @@ class LongPolls:
     """The long polls of one worker (see the module's docstring)."""
 
     def __init__(
-        self, settled: Settled, *, per_token: int = 100, per_worker: int = 1000,
+        self, settled: SettledAmong, *, per_token: int = 100, per_worker: int = 1000,
         recheck: float = RECHECK, gone_every: float = GONE_EVERY,
     ) -> None:  # fmt: skip
         self.settled = settled

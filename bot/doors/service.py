@@ -50,7 +50,7 @@ STATUS_OF = {shown: status for status, shown in SHOWN_STATUS.items()}
 
 RequestBody = dict[str, Any]
 Find = Callable[[Address], Awaitable[Addressee]]
-Settled = Callable[[RequestBody, "Asked"], Awaitable[None]]
+OnSettled = Callable[[RequestBody, "Asked"], Awaitable[None]]
 
 
 class DoorError(ValueError):
@@ -148,11 +148,11 @@ class Doors:
         self.max_timeout = max_timeout
         self.polls = LongPolls(store.settled_among, per_token=polls_per_token,
                                per_worker=polls_per_worker)  # fmt: skip
-        self._settled_hooks: list[Settled] = []
+        self._settled_hooks: list[OnSettled] = []
         self._tasks: set[asyncio.Task[None]] = set()
         handler.add_observer(self.observe)
 
-    def on_settled(self, hook: Settled) -> None:
+    def on_settled(self, hook: OnSettled) -> None:
         """Call `hook` with a door request's body once it settles on this worker (webhooks)."""
         self._settled_hooks.append(hook)
 

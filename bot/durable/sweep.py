@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 OnDue = Callable[[RequestRecord], Awaitable[None]]
 
 
-class Deadlines(Protocol):
+class DeadlineSource(Protocol):
     """Where deadlines are kept: requests' `expires_at` (the `RequestStore`), or the next
     steps of their escalations (bot/durable/escalations.py)."""
 
@@ -53,7 +53,7 @@ class DeadlineScheduler:
 
     def __init__(
         self,
-        store: Deadlines,
+        store: DeadlineSource,
         on_due: OnDue,
         *,
         now: Callable[[], datetime] = utc_now,

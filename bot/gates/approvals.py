@@ -178,7 +178,7 @@ def duration(seconds: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Approval:
     """An approval: plain, with a grant, or with edited arguments; `approved_by` names who
     approved when the policy needed several approvals (bot/policies/tally.py)."""
 
@@ -202,7 +202,7 @@ def approved_line(approved_by: tuple[str, ...]) -> str | None:
     return f"Approved by {listed(approved_by)}." if approved_by else None
 
 
-def read_decision(answer: Any) -> Decision:
+def read_decision(answer: Any) -> Approval:
     """The decision an answer (its JSON, or the JSON read) holds; ValueError saying what is
     wrong with one that is not an approval."""
     if isinstance(answer, str):
@@ -226,7 +226,7 @@ def read_decision(answer: Any) -> Decision:
     voters = answer.get("approved_by", [])
     if not isinstance(voters, list) or not all(isinstance(v, str) and v for v in voters):
         raise ValueError("approved_by is a list of who approved")
-    return Decision(grant=grant, arguments=edited, approved_by=tuple(voters))
+    return Approval(grant=grant, arguments=edited, approved_by=tuple(voters))
 
 
 def edit_errors(schema: Mapping[str, Any], arguments: Any) -> dict[str, str]:

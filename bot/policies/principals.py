@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 PrincipalKind = Literal["actor", "user", "slack_group", "entra_group"]
-Surface = Literal["slack", "teams"]
+Platform = Literal["slack", "teams"]
 
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,30}$")
 _SLACK_GROUP = re.compile(r"^S[A-Z0-9]{2,30}$")
@@ -33,7 +33,7 @@ class Principal:
     bare ids, matched on any surface as they are today)."""
 
     kind: PrincipalKind
-    surface: Surface | None = None
+    surface: Platform | None = None
     id: str = ""
 
     @property

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from bot.records import RequestStatus
-from bot.reports.request_log import OUTCOMES, Settled
+from bot.reports.request_log import OUTCOMES, DecidedRequest
 
 # A person decided these (an expiry, a cancel or an undeliverable post is no decision).
 DECIDED = frozenset({RequestStatus.RESOLVED, RequestStatus.REJECTED})
@@ -51,7 +51,7 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[rank - 1]
 
 
-def decision_times(rows: Iterable[Settled]) -> list[DayFigure]:
+def decision_times(rows: Iterable[DecidedRequest]) -> list[DayFigure]:
     """Per day with decisions, oldest first: how many, their median and 95th percentile."""
     by_day: dict[date, list[float]] = defaultdict(list)
     for row in rows:
@@ -64,7 +64,7 @@ def decision_times(rows: Iterable[Settled]) -> list[DayFigure]:
     ]
 
 
-def outcomes_per_tool(rows: Iterable[Settled]) -> list[ToolOutcomes]:
+def outcomes_per_tool(rows: Iterable[DecidedRequest]) -> list[ToolOutcomes]:
     """Per tool, most requests first (ties by name); past MAX_TOOLS tools the rest as one."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for row in rows:

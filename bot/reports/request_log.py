@@ -129,7 +129,7 @@ class LoggedRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
+class DecidedRequest:
     """What the figures need of one request (bot/reports/figures.py)."""
 
     tool_name: str
@@ -153,7 +153,7 @@ class RequestLogStore(Protocol):
 
     async def timeline(self, request_id: str) -> list[AuditEntry]: ...
 
-    async def settled_since(self, since: datetime, limit: int) -> list[Settled]: ...
+    async def settled_since(self, since: datetime, limit: int) -> list[DecidedRequest]: ...
 
     async def append_audit(self, entry: AuditEntry) -> None: ...
 

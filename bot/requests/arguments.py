@@ -36,15 +36,15 @@ def texts_of(args: Args, key: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class FormField:
+class ShownField:
     name: str
     label: str
     type: FieldType
 
 
-def form_fields(args: Args) -> list[FormField]:
+def form_fields(args: Args) -> list[ShownField]:
     """collectUserData's fields that can be rendered: named validly, first of each name."""
-    fields: list[FormField] = []
+    fields: list[ShownField] = []
     seen: set[str] = set()
     items = args.get("fields")
     for item in items if isinstance(items, list) else []:
@@ -56,7 +56,7 @@ def form_fields(args: Args) -> list[FormField]:
         seen.add(name)
         label = label if isinstance(label, str) and label.strip() else name
         field_type: FieldType = kind if kind in ("number", "email") else "text"
-        fields.append(FormField(name, label, field_type))
+        fields.append(ShownField(name, label, field_type))
     return fields
 
 

@@ -120,8 +120,8 @@ def _gate_answer(
 ) -> Payload:
     if verb is Verb.EDIT:
         edited = approvals.typed_edit(approvals.read_request(a).schema, values)
-        return approvals.Decision(arguments=edited).answer()
-    return approvals.Decision(grant=verb is Verb.GRANT).answer()
+        return approvals.Approval(arguments=edited).answer()
+    return approvals.Approval(grant=verb is Verb.GRANT).answer()
 
 
 def _gate_check(answer: Payload, args: Args) -> dict[str, str]:

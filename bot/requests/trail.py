@@ -34,32 +34,32 @@ from bot.requests.wording import Phrase
 
 log = logging.getLogger(__name__)
 
-Room = TypeVar("Room", contravariant=True)
-Ref = TypeVar("Ref")
+RoomT = TypeVar("RoomT", contravariant=True)
+RefT = TypeVar("RefT")
 
 
-class Messages(Protocol[Room, Ref]):
+class Messages(Protocol[RoomT, RefT]):
     """A surface's messages: `Ref` says where one was posted."""
 
-    async def post(self, room: Room, update: RequestUpdate) -> Ref:
+    async def post(self, room: RoomT, update: RequestUpdate) -> RefT:
         """Post `update` drawn; UndeliverableError (saying why) if the platform refused."""
         ...
 
-    async def edit(self, ref: Ref, update: RequestUpdate) -> bool:
+    async def edit(self, ref: RefT, update: RequestUpdate) -> bool:
         """Redraw the message at `ref` as `update`; False if the edit did not go through."""
         ...
 
-    async def keep(self, update: RequestUpdate, ref: Ref) -> Ref:
+    async def keep(self, update: RequestUpdate, ref: RefT) -> RefT:
         """Store where the request was posted in `update.room_id` (a copy's apart from the
         request's own: `update.copy`), for other workers and restarts; the ref kept."""
         ...
 
-    async def stored(self, update: RequestUpdate) -> Ref | None:
+    async def stored(self, update: RequestUpdate) -> RefT | None:
         """Where the request was posted in `update.room_id`, as the store says (another
         worker, a restart)."""
         ...
 
-    async def ping(self, room: Room, update: RequestUpdate, said: Phrase) -> None:
+    async def ping(self, room: RoomT, update: RequestUpdate, said: Phrase) -> None:
         """Post `said` in `room` as a message of its own, naming people so that they are
         notified (a step of the request's escalation: a reminder, approvers added)."""
         ...
@@ -71,9 +71,9 @@ Current = Callable[[str], Awaitable[RequestRecord | None]]
 REDRAWS = 3  # endings drawn again at most, should it keep changing (its run's outcome)
 
 
-class MessageTrail(Generic[Room, Ref]):
+class MessageTrail(Generic[RoomT, RefT]):
     def __init__(
-        self, messages: Messages[Room, Ref], surface: str, current: Current | None = None
+        self, messages: Messages[RoomT, RefT], surface: str, current: Current | None = None
     ) -> None:
         """`current` reads a request from the store, for the ending another worker drew
         before a late edit here (see the module's docstring); without it, nothing is read."""
@@ -82,14 +82,14 @@ class MessageTrail(Generic[Room, Ref]):
         self.current = current
         self._in_order = InOrder()
         # (room id, tool_call_id) -> its "Preparing…" message
-        self._preparing: dict[tuple[str, str], Ref] = {}
-        self._posted: dict[tuple[str, str], Ref] = {}  # (room id, request id) -> its message
+        self._preparing: dict[tuple[str, str], RefT] = {}
+        self._posted: dict[tuple[str, str], RefT] = {}  # (room id, request id) -> its message
 
-    async def show(self, update: RequestUpdate, room: Room) -> None:
+    async def show(self, update: RequestUpdate, room: RoomT) -> None:
         """Show `update` in `room`, after the request's earlier updates."""
         await self._in_order.run(update, lambda: self._show(update, room))
 
-    async def _show(self, update: RequestUpdate, room: Room) -> None:
+    async def _show(self, update: RequestUpdate, room: RoomT) -> None:
         if update.state is RenderState.IN_PROGRESS:
             # Only an announcement: if it cannot be posted, the request itself will try again.
             with contextlib.suppress(UndeliverableError):
@@ -119,7 +119,7 @@ class MessageTrail(Generic[Room, Ref]):
             return
         await self.messages.edit(ref, update)
 
-    async def _show_again(self, update: RequestUpdate, room: Room) -> None:
+    async def _show_again(self, update: RequestUpdate, room: RoomT) -> None:
         """The votes so far on an open request, or a step of its escalation: its message
         edited, wherever it was posted (a vote may reach any worker, a step fire on any).
         Never a new request message: one that was not posted has nothing to show them on.
@@ -138,7 +138,7 @@ class MessageTrail(Generic[Room, Ref]):
         if said is not None:
             await self.messages.ping(room, update, said)
 
-    async def _ended_meanwhile(self, ref: Ref, update: RequestUpdate) -> bool:
+    async def _ended_meanwhile(self, ref: RefT, update: RequestUpdate) -> bool:
         """Whether the request ended while `update` (open) was being drawn at `ref`; if it
         did, its ending is drawn again over it, as the store has it (and again if that moved
         on meanwhile: a gated call's run outcome), so the last edit is never the open one."""
@@ -162,7 +162,7 @@ class MessageTrail(Generic[Room, Ref]):
             drawn = seen
         return True
 
-    async def _post_request(self, update: RequestUpdate, room: Room) -> None:
+    async def _post_request(self, update: RequestUpdate, room: RoomT) -> None:
         """Turn the "Preparing…" message into the request's, or post it; remember where."""
         key = (update.room_id, update.pending_id)
         preparing = (

@@ -52,7 +52,7 @@ def upserts(dialect: str) -> tuple[Executable, Executable]:
 
 
 @dataclass(frozen=True, slots=True)
-class AuditFilter:
+class AuditSearch:
     """Which audit lines to list: of one request, by one actor, about tools whose name
     matches a glob (`*` any characters, `?` one; any case), at or after a moment. Unset: any."""
 
@@ -62,7 +62,7 @@ class AuditFilter:
     since: datetime | None = None
 
 
-def list_audit_query(where: AuditFilter, limit: int) -> Executable:
+def list_audit_query(where: AuditSearch, limit: int) -> Executable:
     """The latest `limit` lines `where` selects, newest first. A tool glob matches the lines
     of requests of those tools (joined on the request: an audit line holds no tool name)."""
     query = select(audit).order_by(audit.c.id.desc()).limit(limit)

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Row, Select, and_, func, or_, select
 
 from bot.records import AuditEntry, RequestStatus
-from bot.reports.request_log import TOKEN_ASKER, LoggedRequest, RequestFilter, Settled
+from bot.reports.request_log import TOKEN_ASKER, DecidedRequest, LoggedRequest, RequestFilter
 from bot.store.journal import audit_entry
 from bot.store.request_rows import record_of
 from bot.store.sql_store import SqlStore
@@ -116,13 +116,13 @@ def timeline(conn: Connection, request_id: str) -> list[AuditEntry]:
     return [audit_entry(row) for row in conn.execute(query)]
 
 
-def settled_since(conn: Connection, since: datetime, limit: int) -> list[Settled]:
+def settled_since(conn: Connection, since: datetime, limit: int) -> list[DecidedRequest]:
     """The requests made since `since` (the newest `limit`), for the figures."""
     query = (
         SETTLED_COLUMNS.where(requests.c.created_at >= since).order_by(*NEWEST_FIRST).limit(limit)
     )
     return [
-        Settled(row.tool_name, RequestStatus(row.status), row.created_at, row.settled_at)
+        DecidedRequest(row.tool_name, RequestStatus(row.status), row.created_at, row.settled_at)
         for row in conn.execute(query)
     ]
 
@@ -150,7 +150,7 @@ class RequestLog:
     async def timeline(self, request_id: str) -> list[AuditEntry]:
         return await self.store.read(timeline, request_id)
 
-    async def settled_since(self, since: datetime, limit: int) -> list[Settled]:
+    async def settled_since(self, since: datetime, limit: int) -> list[DecidedRequest]:
         return await self.store.read(settled_since, since, limit)
 
     async def append_audit(self, entry: AuditEntry) -> None:

@@ -219,8 +219,8 @@ class SqlStore:
         self, *, request_id: str | None = None, actor_id: str | None = None,
         tool: str | None = None, since: datetime | None = None, limit: int = 100,
     ) -> list[AuditEntry]:  # fmt: skip
-        """The latest `limit` audit lines that match (journal.AuditFilter), newest first."""
-        where = journal.AuditFilter(request_id, actor_id, tool, since)
+        """The latest `limit` audit lines that match (journal.AuditSearch), newest first."""
+        where = journal.AuditSearch(request_id, actor_id, tool, since)
         rows = await self._lanes.read(every, journal.list_audit_query(where, limit), {})
         return [journal.audit_entry(row) for row in rows]
 

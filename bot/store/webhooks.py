@@ -42,7 +42,7 @@ from bot.store.tables import webhook_deliveries as deliveries
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class WebhookDelivery:
     """One webhook delivery as stored. `attempts` counts the attempts claimed so far (the one
     in progress included); `first_at` is when the first of them was claimed."""
 
@@ -60,11 +60,11 @@ class Delivery:
     outcome: str | None = None
 
 
-_COLUMNS = tuple(field.name for field in fields(Delivery))
+_COLUMNS = tuple(field.name for field in fields(WebhookDelivery))
 PER_TOKEN_DUE = 16  # due rows read a token per claim: a backlog is not read whole each round
 # The sender's choice among the due rows read (in next_at order): the ones to claim, in order,
 # and the ones to postpone, with when to.
-Choose = Callable[[list[Delivery]], tuple[list[Delivery], dict[str, datetime]]]
+Choose = Callable[[list[WebhookDelivery]], tuple[list[WebhookDelivery], dict[str, datetime]]]
 
 
 class Added(Enum):
@@ -152,13 +152,16 @@ NEXT_DUE = select(func.min(_FREE_AT)).where(deliveries.c.done_at.is_(None))
 NEXT_LATER = NEXT_DUE.where(bindparam("after") < _FREE_AT)
 
 
-def delivery_of(row: Row[Any]) -> Delivery:
+def delivery_of(row: Row[Any]) -> WebhookDelivery:
     values = row._mapping
-    return Delivery(**{name: values[name] for name in _COLUMNS})
+    return WebhookDelivery(**{name: values[name] for name in _COLUMNS})
 
 
 def add(
-    conn: Connection, delivery: Delivery, cap: int | None = None, dropped: AuditEntry | None = None
+    conn: Connection,
+    delivery: WebhookDelivery,
+    cap: int | None = None,
+    dropped: AuditEntry | None = None,
 ) -> Added:
     """Insert the delivery, unless its request has one already or its token has `cap` not
     done: then it is dropped, and `dropped` (its audit line) written instead."""
@@ -187,7 +190,7 @@ def delivery_id(conn: Connection, request_id: str) -> str | None:
     return found
 
 
-def take_all(due: list[Delivery]) -> tuple[list[Delivery], dict[str, datetime]]:
+def take_all(due: list[WebhookDelivery]) -> tuple[list[WebhookDelivery], dict[str, datetime]]:
     """The `Choose` that claims every row read."""
     return due, {}
 
@@ -200,7 +203,7 @@ def claim_due(
     limit: int,
     choose: Choose = take_all,
     skipped: Collection[str] = (),
-) -> list[Delivery]:
+) -> list[WebhookDelivery]:
     """Claim due deliveries for one attempt each, as many as `choose` picks among `limit` read
     (none of the `skipped` tokens'): returned as claimed (their attempt counted, leased to
     `worker`). The ones `choose` postpones get their new next_at."""
@@ -225,7 +228,9 @@ def claim_due(
     return claimed
 
 
-def finish(conn: Connection, delivery: Delivery, worker: str, audit: list[AuditEntry]) -> bool:
+def finish(
+    conn: Connection, delivery: WebhookDelivery, worker: str, audit: list[AuditEntry]
+) -> bool:
     """Write an attempt's outcome (`delivery`'s next_at, done_at, outcome) and its audit lines,
     if `worker` still holds that attempt; False (nothing written) if not."""
     binds = {
@@ -239,7 +244,7 @@ def finish(conn: Connection, delivery: Delivery, worker: str, audit: list[AuditE
     return True
 
 
-def release(conn: Connection, delivery: Delivery, worker: str) -> None:
+def release(conn: Connection, delivery: WebhookDelivery, worker: str) -> None:
     """Give an attempt back unfinished: the delivery is due again, for any worker."""
     binds = {"b_id": delivery.id, "b_worker": worker, "b_attempts": delivery.attempts}
     conn.execute(RELEASE, binds)
@@ -253,13 +258,13 @@ def next_due(conn: Connection, after: datetime | None = None) -> datetime | None
     return due
 
 
-def delivery(conn: Connection, request_id: str) -> Delivery | None:
+def delivery(conn: Connection, request_id: str) -> WebhookDelivery | None:
     query = select(deliveries).where(deliveries.c.request_id == request_id)
     row = conn.execute(query).first()
     return delivery_of(row) if row is not None else None
 
 
-__all__ = ["Added", "Choose", "Delivery", "WebhookTables"]
+__all__ = ["Added", "Choose", "WebhookDelivery", "WebhookTables"]
 
 
 class WebhookTables:
@@ -269,7 +274,7 @@ class WebhookTables:
         self.store = store
 
     async def add(
-        self, delivery: Delivery, cap: int | None = None, dropped: AuditEntry | None = None
+        self, delivery: WebhookDelivery, cap: int | None = None, dropped: AuditEntry | None = None
     ) -> Added:
         """Added; EXISTS if the delivery's request has one already (another worker enqueued
         it); DROPPED, with `dropped` audited, if its token has `cap` deliveries not done."""
@@ -283,15 +288,15 @@ class WebhookTables:
         limit: int,
         choose: Choose | None = None,
         skipped: Collection[str] = (),
-    ) -> list[Delivery]:
+    ) -> list[WebhookDelivery]:
         """See claim_due; `choose` runs in the store's thread (on its own data)."""
         chooser = choose if choose is not None else take_all
         return await self.store.write(claim_due, worker, now, lease_until, limit, chooser, skipped)
 
-    async def finish(self, delivery: Delivery, worker: str, audit: list[AuditEntry]) -> bool:
+    async def finish(self, delivery: WebhookDelivery, worker: str, audit: list[AuditEntry]) -> bool:
         return await self.store.write(finish, delivery, worker, audit)
 
-    async def release(self, delivery: Delivery, worker: str) -> None:
+    async def release(self, delivery: WebhookDelivery, worker: str) -> None:
         await self.store.write(release, delivery, worker)
 
     async def next_due(self, after: datetime | None = None) -> datetime | None:
@@ -299,5 +304,5 @@ class WebhookTables:
         with `after`, the earliest not claimable by then."""
         return await self.store.read(next_due, after)
 
-    async def delivery(self, request_id: str) -> Delivery | None:
+    async def delivery(self, request_id: str) -> WebhookDelivery | None:
         return await self.store.read(delivery, request_id)

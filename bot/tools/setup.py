@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRule:
+class ToolRule:
     """What the agent file says of one tool: whether a person approves each call first, which
     argument keys are shown masked (•••) to people, and what "approve and allow here" allows
     (for how long; scoped to which arguments' values)."""
@@ -150,14 +150,14 @@ class AgentTools:
         """The source serving `name` now, and its entry's index in the file."""
         return next(((s, i) for tool, s, i in self._served() if tool.name == name), None)
 
-    def approval_for(self, tool_name: str) -> ApprovalRule | None:
+    def approval_for(self, tool_name: str) -> ToolRule | None:
         """The file's rule for a tool (None: no source serves that name now)."""
         served = self.source_of(tool_name)
         if served is None:
             return None
         entry = self.config.tools[served[1]]
         needs = entry.approve_all or tool_name in entry.approval_names
-        return ApprovalRule(
+        return ToolRule(
             needs_approval=needs, redact=frozenset(entry.redact),
             grant_seconds=entry.grant_minutes * 60.0, grant_scope=frozenset(entry.grant_scope),
         )  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from adapters.admin.app import AdminConsole, ChainCheck
+from adapters.admin.app import AdminConsole, VerifyChain
 from adapters.server import build_web_app
 from bot.doors.tokens import Tokens
 from bot.gates.approvals import GATE_TOOL
@@ -83,7 +83,7 @@ async def serve(store: SqlStore) -> AsyncIterator[Serve]:
     """Start the console (keywords: AdminConsole's) on 127.0.0.1:random; stopped at the end."""
     runners: list[web.AppRunner] = []
 
-    async def start(*, chain: ChainCheck | None = None, **options: Any) -> Served:
+    async def start(*, chain: VerifyChain | None = None, **options: Any) -> Served:
         tokens = Tokens(DoorTables(store))
         console = AdminConsole(
             RequestLog(store), tokens, AdminSessionTables(store), chain=chain, **options

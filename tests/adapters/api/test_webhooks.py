@@ -25,7 +25,7 @@ from adapters.api.webhook_traffic import Limits
 from adapters.api.webhooks import Webhooks
 from bot.records import Asked, AuditEntry
 from bot.store import SqlStore, open_store
-from bot.store.webhooks import Delivery, WebhookTables
+from bot.store.webhooks import WebhookDelivery, WebhookTables
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 
 SECRET = "whsec_test-secret"
@@ -136,7 +136,7 @@ async def until(done: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-async def finished(store: SqlStore, request_id: str = "r1") -> Delivery:
+async def finished(store: SqlStore, request_id: str = "r1") -> WebhookDelivery:
     """The request's delivery once it is done (delivered or given up)."""
     tables = WebhookTables(store)
 

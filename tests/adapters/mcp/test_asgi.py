@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from adapters.mcp import asgi
-from adapters.mcp.asgi import Message, Receive, Scope, Send, serve_asgi
+from adapters.mcp.asgi import AsgiScope, Message, Receive, Send, serve_asgi
 
 WAIT = 5.0
 
@@ -21,12 +21,12 @@ class App:
     """An ASGI app that echoes its body in a stream, its second part held until `release`."""
 
     def __init__(self) -> None:
-        self.scope: Scope = {}
+        self.scope: AsgiScope = {}
         self.release = asyncio.Event()
         self.heard: list[Message] = []
         self.disconnected = asyncio.Event()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         self.scope = scope
         body = b""
         while True:

@@ -17,7 +17,7 @@ from microsoft_teams.api.models import AdaptiveCardInvokeValue
 
 from adapters.teams.actions import ActionError, CardAction, form_inputs, interaction, parse_action
 from adapters.teams.cards import Drawing, render_card
-from adapters.teams.inputs import Filled, Room, form_elements
+from adapters.teams.inputs import Filled, Space, form_elements
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.requests.catalog import kind_of
@@ -235,7 +235,7 @@ EXPECTED = {
 
 def _drawn(filled: Filled | None = None) -> dict[str, Any]:
     """What the inputs of the every-kind form send, untouched."""
-    elements = form_elements(EVERY_KIND, filled=filled or Filled(), room=Room(), people=PEOPLE)
+    elements = form_elements(EVERY_KIND, filled=filled or Filled(), room=Space(), people=PEOPLE)
     return {e["id"]: e.get("value", "") for e in elements if "id" in e}
 
 

@@ -12,15 +12,17 @@ from bot.reports.figures import (
     outcomes_per_tool,
     percentile,
 )
-from bot.reports.request_log import Settled
+from bot.reports.request_log import DecidedRequest
 
 DAY = datetime(2026, 11, 3, 9, tzinfo=UTC)
 
 
-def settled(tool: str, status: RequestStatus, seconds: float | None, day: int = 0) -> Settled:
+def settled(
+    tool: str, status: RequestStatus, seconds: float | None, day: int = 0
+) -> DecidedRequest:
     made = DAY + timedelta(days=day)
     done = None if seconds is None else made + timedelta(seconds=seconds)
-    return Settled(tool, status, made, done)
+    return DecidedRequest(tool, status, made, done)
 
 
 def test_percentile_is_a_value_that_occurred() -> None:

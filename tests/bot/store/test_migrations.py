@@ -26,7 +26,7 @@ from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
 from bot.store.schema import JsonType, UTCDateTime, metadata
 from bot.store.votes import VoteTables
-from bot.store.webhooks import Added, Delivery, WebhookTables
+from bot.store.webhooks import Added, WebhookDelivery, WebhookTables
 from tests.bot.store.conftest import Database, receive_one
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -298,7 +298,7 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
     try:
         tables = WebhookTables(store)
         now = datetime.now(UTC)
-        delivery = Delivery("d1", "r1", "ci", "https://example.com/hook", "{}", 0, now, now)
+        delivery = WebhookDelivery("d1", "r1", "ci", "https://example.com/hook", "{}", 0, now, now)
         assert await tables.add(delivery) is Added.ADDED
         assert await tables.add(dataclasses.replace(delivery, id="d2")) is Added.EXISTS
         (claimed,) = await tables.claim_due("w1", now, now + timedelta(minutes=1), 10)

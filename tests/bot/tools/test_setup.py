@@ -15,7 +15,7 @@ from bot.agent.scripted import ScriptedAIProvider
 from bot.config.agent_file import AgentConfig, load_agent_file
 from bot.errors import ConfigurationError, UnservedToolCallError
 from bot.tools import AITool
-from bot.tools.setup import AgentTools, ApprovalRule, build_tool_handler
+from bot.tools.setup import AgentTools, ToolRule, build_tool_handler
 from tests.bot.tools.servers import SERVER, until
 
 MODULE = "tests.bot.tools.sample_tools"
@@ -38,10 +38,10 @@ async def test_each_tool_s_rule_comes_from_its_source_s_entry(tmp_path: Path) ->
     tools = AgentTools.from_config(config)
     await tools.start()
     try:
-        assert tools.approval_for("add") == ApprovalRule(True, frozenset({"token"}))
-        assert tools.approval_for("echo") == ApprovalRule(False, frozenset({"token"}))
-        assert tools.approval_for("restart_service") == ApprovalRule(True, frozenset())
-        assert tools.approval_for("measure_load") == ApprovalRule(False, frozenset())
+        assert tools.approval_for("add") == ToolRule(True, frozenset({"token"}))
+        assert tools.approval_for("echo") == ToolRule(False, frozenset({"token"}))
+        assert tools.approval_for("restart_service") == ToolRule(True, frozenset())
+        assert tools.approval_for("measure_load") == ToolRule(False, frozenset())
         assert tools.approval_for("nothing") is None
         names = [tool.name for tool in tools.catalog()]
         assert names[-2:] == ["restart_service", "measure_load"] and "add" in names
@@ -59,12 +59,10 @@ async def test_a_source_s_entry_sets_what_its_grants_allow(tmp_path: Path) -> No
     tools = AgentTools.from_config(config)
     await tools.start()
     try:
-        assert tools.approval_for("restart_service") == ApprovalRule(
+        assert tools.approval_for("restart_service") == ToolRule(
             True, frozenset(), grant_seconds=900.0, grant_scope=frozenset({"service"})
         )
-        assert tools.approval_for("measure_load") == ApprovalRule(
-            False, frozenset(), grant_seconds=0.0
-        )
+        assert tools.approval_for("measure_load") == ToolRule(False, frozenset(), grant_seconds=0.0)
     finally:
         await tools.close()
 
@@ -96,7 +94,7 @@ async def test_an_unknown_name_for_a_python_tool(tmp_path: Path) -> None:
 async def test_the_gate_wraps_the_one_handler(tmp_path: Path) -> None:
     config = agent_file(tmp_path, f"  - python: {MODULE}:restart_service\n    approval: true\n")
     tools = AgentTools.from_config(config)
-    seen: list[tuple[str, ApprovalRule | None]] = []
+    seen: list[tuple[str, ToolRule | None]] = []
 
     def gate(inner: ToolHandler, offered: Mapping[str, AITool], rules: AgentTools) -> ToolHandler:
         assert list(offered) == ["restart_service"] and rules is tools
@@ -109,7 +107,7 @@ async def test_the_gate_wraps_the_one_handler(tmp_path: Path) -> None:
 
     handler = build_tool_handler(tools, gate=gate)
     assert (await handler("restart_service", {"service": "ledger"})).startswith("restarted")
-    assert seen == [("restart_service", ApprovalRule(True, frozenset()))]
+    assert seen == [("restart_service", ToolRule(True, frozenset()))]
     assert build_tool_handler(tools) == tools.call  # no gate: the calls run as made
 
 
