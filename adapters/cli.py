@@ -27,7 +27,7 @@ from adapters.startup import CONFIGURATION, StartupError, database_step, explain
 from adapters.terminal import safe
 from bot import ConfigurationError
 from bot.records import Grant, StoreUnavailableError
-from bot.requests.visible_text import VisibleLogText
+from bot.words.visible_text import VisibleLogText
 
 # Each command imports what it runs in its own branch of `_run`: `--help` and a command that
 # never runs an agent or serves do not pay for the SDKs (seconds each; bench/startup.py).

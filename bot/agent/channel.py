@@ -31,9 +31,9 @@ from bot.durable.leases import RunLeases
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
 from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import RequestStore
-from bot.requests.visible_text import visible
 from bot.tools import AITool, ToolHandler
 from bot.tools.context import ToolCallContext, tool_turn_context
+from bot.words.visible_text import visible
 
 log = logging.getLogger(__name__)
 
@@ -445,7 +445,7 @@ def _fields(event: ToolCallEvent) -> dict[str, Any]:
 
 
 def _shown(on_text: TextCallback | None) -> TextCallback | None:
-    """`on_text` given the model's words as a person may read them (bot/requests/visible_text.py):
+    """`on_text` given the model's words as a person may read them (bot/words/visible_text.py):
     a reply is cleaned as a request's arguments are, whichever surface posts it."""
     if on_text is None:
         return None

@@ -20,8 +20,8 @@ from bot.human_input.scopes import Scopes
 from bot.human_input.settling import Settling
 from bot.human_input.waiting import Waiting
 from bot.records import EscalationState, PendingInput, RequestStatus, RequestStore
-from bot.requests.visible_text import visible_values
 from bot.tools.context import current_tool_actor_id
+from bot.words.visible_text import visible_values
 
 if TYPE_CHECKING:
     from bot.policies.ladder import Audience

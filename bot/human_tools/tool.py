@@ -87,9 +87,9 @@ from bot.human_tools.models import (
 from bot.human_tools.models import (
     form_answer_model as form_answer_model,
 )
-from bot.requests.visible_text import visible_values
 from bot.tools import AITool
 from bot.tools.context import current_tool_context
+from bot.words.visible_text import visible_values
 
 # -- the tool spec ------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""bot/requests/visible_text.py: control characters removed, bidi controls shown, marks kept; the
+"""bot/words/visible_text.py: control characters removed, bidi controls shown, marks kept; the
 log filter; and the labels the bridge's own prompts are named by when they expire."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from bot.gates.approvals import GATE_TOOL
 from bot.human_input import timeout_message
 from bot.human_input.snapshots import ASKED_BY_THE_BRIDGE
-from bot.requests.visible_text import VisibleLogText, visible, visible_values
 from bot.tools.elicitation import ELICIT_INPUT
+from bot.words.visible_text import VisibleLogText, visible, visible_values
 
 
 @pytest.mark.parametrize(
