@@ -18,7 +18,7 @@ from bot import RenderState
 from bot.requests.forms import FieldKind, FormField, Option
 from bot.requests.kinds import Control, Fact, Verb
 from bot.requests.view import RequestView
-from bot.requests.wording import Phrase, PlainFormatter
+from bot.words.phrases import Phrase, PlainFormatter
 
 REJECT_PREFIX = "/reject"
 REJECT_HINT = f"(type {REJECT_PREFIX} <reason> at any prompt to decline)"

@@ -40,7 +40,7 @@ from bot.requests.forms import FieldKind, FormField
 from bot.requests.kinds import Control, Verb
 from bot.requests.router import Interaction, Invalid, Outcome, Refused, Router
 from bot.requests.view import RequestView, build_view
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from bot.durable.stored_requests import posted_record
 from bot.records import RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.trail import MessageTrail
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

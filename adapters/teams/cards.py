@@ -44,7 +44,7 @@ from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools.tool import HumanTool
 from bot.requests.kinds import Control, Fact, Style, Verb
 from bot.requests.view import RequestView, build_view
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 Card = dict[str, Any]
 

@@ -39,7 +39,7 @@ from bot.requests.router import (
     Settled,
     Voted,
 )
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from bot.records import RequestRecord, RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
 from bot.requests.trail import MessageTrail
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from bot.commands.lines import LISTED, audit_lines, grant_lines, pending_lines, 
 from bot.gates.grants import Grants
 from bot.records import AuditEntry, RequestStore
 from bot.requests.router import Refused, Router
-from bot.requests.wording import Phrase, joined
+from bot.words.phrases import Phrase, joined
 
 ADMIN_ONLY = ("audit", "cancel")  # views no one else has (pending and grants: of this room)
 REFUSED = "admin.refused"

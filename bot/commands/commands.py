@@ -19,7 +19,7 @@ from bot.gates.grants import GrantError, Grants
 from bot.records import Grant, RequestRecord, RequestStore
 from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 
 @dataclass(frozen=True, slots=True)

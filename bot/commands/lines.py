@@ -1,4 +1,4 @@
-"""The phrases the `hitl` commands answer with (bot/requests/wording.py's `Phrase`): one line
+"""The phrases the `hitl` commands answer with (`Phrase`, bot/words/phrases.py): one line
 per request, grant, audit line or decision, each cut to `LISTED` lines with a count of the
 rest. Pure. Whatever the model or a person chose (a tool name, a reason, a room) is a value,
 escaped by each surface and never read as a template.
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from bot.gates.grants import shown_scope
 from bot.records import AuditEntry, Grant, RequestRecord, RequestStatus
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 LISTED = 20  # lines a reply lists before "… and N more"
 

@@ -24,7 +24,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 
 from bot.errors import AnswerInvalidError
-from bot.requests.wording import listed
+from bot.words.phrases import listed
 
 GATE_TOOL = "approveToolCall"
 MASK = "•••"

@@ -24,7 +24,7 @@ from bot.policies.principals import Principal
 from bot.policies.rules import Policy
 from bot.records import RequestRecord
 from bot.requests import wording
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 SHOWN = 3  # approvers a refusal names before "and others"
 

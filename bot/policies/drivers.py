@@ -21,7 +21,7 @@ from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.policy_file import Drivers
 from bot.policies.principals import Principal
 from bot.records import AuditEntry, RequestStore, StoreUnavailableError
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

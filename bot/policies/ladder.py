@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from bot.policies.policy_file import Rule
 from bot.policies.principals import ACTOR, Principal
-from bot.requests.wording import Phrase, duration, listed, placeholders
+from bot.words.phrases import Phrase, duration, listed, placeholders
 
 
 def approvers_after(rule: Rule, fired: int) -> tuple[Principal, ...]:

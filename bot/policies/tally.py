@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from bot.policies.policy_file import Rule
 from bot.records import Vote
-from bot.requests.wording import Phrase, listed, placeholders
+from bot.words.phrases import Phrase, listed, placeholders
 
 
 def needs_votes(rule: Rule) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.records import RequestRecord, RequestStatus
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 WINDOW = timedelta(days=7)
 _DECIDED = (RequestStatus.RESOLVED, RequestStatus.REJECTED, RequestStatus.CANCELLED)

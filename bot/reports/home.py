@@ -14,7 +14,7 @@ from bot.commands.lines import decision_lines
 from bot.records import RequestRecord, RequestStore
 from bot.reports.decision_times import WINDOW, decision_times, figures_line
 from bot.requests.access import AnswerPolicy
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 DECISIONS_READ = 2000  # the latest decisions the figures are computed over (a week's, mostly)
 

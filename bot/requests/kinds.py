@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from bot.human_tools.tool import CollectUserDataArgs, HumanTool, data_form
 from bot.requests.arguments import form_fields, text_of, texts_of
 from bot.requests.forms import FieldKind, Form, FormField, form_from_schema, numbered_options
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 Args = Mapping[str, Any]
 OPTION_SHOWN = 75  # the least of an option a control shows (Slack's button and menu text)

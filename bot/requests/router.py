@@ -40,7 +40,7 @@ from bot.requests.access import AnswerPolicy
 from bot.requests.catalog import kind_of
 from bot.requests.forms import Form, FormResult, read_form
 from bot.requests.kinds import DECLINE, Control, Verb
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from bot.errors import UndeliverableError
 from bot.human_input import RenderState, RequestUpdate
 from bot.records import RequestRecord, RequestStatus
 from bot.requests.ordering import InOrder
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
 

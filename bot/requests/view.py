@@ -15,7 +15,8 @@ from bot.human_tools.tool import HumanTool
 from bot.requests.arguments import answer_of
 from bot.requests.catalog import kind_of
 from bot.requests.kinds import DECLINE, Control, Fact, Kind
-from bot.requests.wording import Phrase, admin_cancelled, joined, status_line
+from bot.requests.wording import admin_cancelled, status_line
+from bot.words.phrases import Phrase, joined
 
 
 @dataclass(frozen=True, slots=True)

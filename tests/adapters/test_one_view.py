@@ -21,7 +21,7 @@ from bot.policies import Escalation, Match, Rule, parse_principal
 from bot.policies.ladder import audience
 from bot.policies.tally import Tally
 from bot.requests.view import RequestView, build_view
-from bot.requests.wording import Phrase, PlainFormatter
+from bot.words.phrases import Phrase, PlainFormatter
 
 ACTOR, DECIDER = "U0ACTOR01", "U0DECIDE1"
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from adapters.slack.blocks import Block, section
 from adapters.slack.home import draw_home
 from bot.reports.home import AdminHome
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 from tests.fakes.slack_api import home_errors
 
 

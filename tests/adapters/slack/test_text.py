@@ -16,7 +16,7 @@ from adapters.slack.text import (
     slack_date,
     truncate,
 )
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 
 
 @pytest.mark.parametrize(

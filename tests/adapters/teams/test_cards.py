@@ -19,7 +19,7 @@ from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
 from bot.requests.forms import EMAIL, URL
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
-from bot.requests.wording import Phrase
+from bot.words.phrases import Phrase
 from tests.adapters.teams.card_rules import (
     SCHEMA,
     assert_valid_card,

@@ -9,7 +9,7 @@ import pytest
 
 from bot.policies import Escalation, Match, Rule, parse_principal
 from bot.policies.ladder import approvers_after, audience, fired_step, step_at
-from bot.requests.wording import duration
+from bot.words.phrases import duration
 
 BOB = "U0BOB00001"
 CAROL = "U0CAROL001"
