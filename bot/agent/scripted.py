@@ -13,8 +13,8 @@ import secrets
 from typing import Any
 
 from bot.agent import AssistantTurn, ToolStartCallback
-from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.tools import AITool
+from bot.words.tool_names import BUILTIN_TOOL_NAMES
 
 SCRIPT: list[tuple[str, str, dict[str, Any]]] = [
     (
@@ -103,7 +103,7 @@ class ScriptedAIProvider:
 
 def _first_own_tool(tools: list[AITool], scripted: set[str]) -> AITool | None:
     """The first offered tool that asks nobody: one of the agent file's (an MCP server's)."""
-    human = scripted | set(BUILTIN_TOOLS)
+    human = scripted | set(BUILTIN_TOOL_NAMES)
     return next((tool for tool in tools if tool.name not in human), None)
 
 

@@ -49,7 +49,7 @@ from pydantic import (
 
 from bot.config.yaml_file import YamlLines, load_yaml_model, parse_yaml_model, shown_path
 from bot.errors import ConfigurationError
-from bot.human_tools.tool import BUILTIN_TOOLS
+from bot.words.tool_names import BUILTIN_TOOL_NAMES
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an assistant working with a team. Use your tools to do what you are asked. Before "
@@ -204,7 +204,7 @@ ToolSourceConfig = Annotated[
 
 def _human_tools(value: Any) -> Any:
     if value is None or value == "builtin":
-        return list(BUILTIN_TOOLS)
+        return list(BUILTIN_TOOL_NAMES)
     if value == "none":
         return []
     if isinstance(value, str):
@@ -213,8 +213,8 @@ def _human_tools(value: Any) -> Any:
 
 
 def _builtin_tool(name: str) -> str:
-    if name not in BUILTIN_TOOLS:
-        raise ValueError(f"unknown human tool {name!r} (one of {', '.join(BUILTIN_TOOLS)})")
+    if name not in BUILTIN_TOOL_NAMES:
+        raise ValueError(f"unknown human tool {name!r} (one of {', '.join(BUILTIN_TOOL_NAMES)})")
     return name
 
 
@@ -225,7 +225,7 @@ class AgentConfig(_Strict):
     model: Annotated[str | None, Field(min_length=1)] = None
     human_tools: Annotated[
         tuple[Annotated[str, AfterValidator(_builtin_tool)], ...], BeforeValidator(_human_tools)
-    ] = tuple(BUILTIN_TOOLS)
+    ] = tuple(BUILTIN_TOOL_NAMES)
     tools: tuple[ToolSourceConfig, ...] = ()
 
     _lines: YamlLines | None = PrivateAttr(default=None)  # None: a config built in code
@@ -277,4 +277,4 @@ _WHAT = "the agent file"
 def human_tool_names(config: AgentConfig) -> list[str]:
     """The built-in human tools the file asks for, in the built-in order."""
     wanted = set(config.human_tools)
-    return [name for name in BUILTIN_TOOLS if name in wanted]
+    return [name for name in BUILTIN_TOOL_NAMES if name in wanted]

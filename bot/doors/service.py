@@ -32,6 +32,7 @@ from bot.gates import approvals
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanTool
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
+from bot.words.tool_names import GATE_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class Doors:
             tool=tool[:200], description=f"{requester} asks to run {tool[:200]}.",
             schema=_schema_of(arguments), arguments=arguments, redact=(), grant_seconds=None,
         )  # fmt: skip
-        return await self._make(requester, replace(ask, tool=approvals.GATE_TOOL), gate)
+        return await self._make(requester, replace(ask, tool=GATE_TOOL), gate)
 
     async def _make(
         self, requester: str, ask: Ask, arguments: dict[str, Any]

@@ -25,8 +25,8 @@ from jsonschema.exceptions import SchemaError
 
 from bot.errors import AnswerInvalidError
 from bot.words.phrases import listed
+from bot.words.tool_names import GATE_TOOL
 
-GATE_TOOL = "approveToolCall"
 MASK = "•••"
 FOLD = 300  # characters of an argument's value shown before the rest is folded
 CHANGE_SHOWN = 80  # characters of each side of an edit's change

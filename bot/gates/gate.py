@@ -43,7 +43,6 @@ from bot.errors import (
     UndeliverableError,
 )
 from bot.gates.approvals import (
-    GATE_TOOL,
     MASK,
     approved_line,
     check_answer,
@@ -62,6 +61,7 @@ from bot.human_input import HumanInputHandler, undeliverable_message
 from bot.records import GateRun
 from bot.tools import AITool, ToolHandler
 from bot.tools.context import ToolCallContext, current_tool_context
+from bot.words.tool_names import GATE_TOOL
 
 log = logging.getLogger(__name__)
 

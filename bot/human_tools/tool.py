@@ -89,6 +89,14 @@ from bot.human_tools.models import (
 )
 from bot.tools import AITool
 from bot.tools.context import current_tool_context
+from bot.words.tool_names import (
+    ASK_USER_QUESTION,
+    COLLECT_USER_DATA,
+    CONFIRM_ACTION,
+    REQUEST_APPROVAL,
+    SELECT_OPTION,
+    UPLOAD_FILE,
+)
 from bot.words.visible_text import visible_values
 
 # -- the tool spec ------------------------------------------------------------------------
@@ -188,38 +196,38 @@ BUILTIN_TOOLS: dict[str, HumanTool] = {
     tool.name: tool
     for tool in (
         HumanTool(
-            "AskUserQuestion",
+            ASK_USER_QUESTION,
             "Ask the user a question and wait for the answer.",
             AskUserQuestionArgs,
             AskUserQuestionAnswer,
         ),
         HumanTool(
-            "requestApproval",
+            REQUEST_APPROVAL,
             "Ask a person to approve or reject an action before you take it.",
             RequestApprovalArgs,
             RequestApprovalAnswer,
         ),
         HumanTool(
-            "selectOption",
+            SELECT_OPTION,
             "Ask the user to pick one of several options.",
             SelectOptionArgs,
             SelectOptionAnswer,
             check_answer=_check_selection,
         ),
         HumanTool(
-            "collectUserData",
+            COLLECT_USER_DATA,
             "Ask the user to fill in a few typed form fields.",
             CollectUserDataArgs,
         ),
         HumanTool(
-            "uploadFile",
+            UPLOAD_FILE,
             "Ask the user to upload a file.",
             UploadFileArgs,
             UploadFileAnswer,
             check_answer=_check_upload,
         ),
         HumanTool(
-            "confirmAction",
+            CONFIRM_ACTION,
             "Ask the user to confirm something, dangerous or not, before doing it.",
             ConfirmActionArgs,
             ConfirmActionAnswer,

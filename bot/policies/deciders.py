@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.gates.approvals import GATE_TOOL
 from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.ladder import Audience, Fired, approvers_after, audience
 from bot.policies.policy_file import Rule
@@ -25,6 +24,7 @@ from bot.policies.rules import Policy
 from bot.records import RequestRecord
 from bot.requests import wording
 from bot.words.phrases import Phrase
+from bot.words.tool_names import GATE_TOOL
 
 SHOWN = 3  # approvers a refusal names before "and others"
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
 
-from bot.gates.approvals import GATE_TOOL
 from bot.records import AuditEntry, RequestRecord, RequestStatus
+from bot.words.tool_names import GATE_TOOL
 
 MAX_FIELD = 200  # characters of one filter value: longer is no id, tool or person of ours
 

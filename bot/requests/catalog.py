@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.gates.approvals import GATE_TOOL
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
 from bot.requests.asked_kinds import ELICIT, GATE
 from bot.requests.kinds import BUILTIN_KINDS, Kind, generic_kind
-from bot.tools.elicitation import ELICIT_INPUT, ELICIT_INPUT_TOOL
+from bot.tools.elicitation import ELICIT_INPUT_TOOL
+from bot.words.tool_names import ELICIT_INPUT, GATE_TOOL
 
 
 def kind_of(tool_name: str, tool: HumanTool | None) -> Kind:

@@ -26,8 +26,8 @@ from bot.errors import HumanInputRejectedError
 from bot.human_input import HumanInputHandler
 from bot.human_tools.tool import HumanTool
 from bot.tools.context import ToolCallContext
+from bot.words.tool_names import ELICIT_INPUT
 
-ELICIT_INPUT = "elicitInput"
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
 Action = Literal["accept", "decline", "cancel"]

@@ -27,9 +27,10 @@ from bot.errors import UnservedToolCallError
 from bot.gates.grants import GRANT_SECONDS
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.tools import AITool, ToolHandler
-from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
+from bot.tools.elicitation import HumanElicitation
 from bot.tools.python_tools import PythonToolSource
 from bot.tools.sources import ToolSource
+from bot.words.tool_names import ELICIT_INPUT
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from bot import RenderState, RequestUpdate
 from bot.requests.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
-from bot.tools.elicitation import ELICIT_INPUT, ElicitInputArgs
+from bot.tools.elicitation import ElicitInputArgs
+from bot.words.tool_names import ELICIT_INPUT
 from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_valid_modal
 from tests.adapters.teams.card_rules import assert_valid_card
 from tests.adapters.test_one_view import strings

@@ -17,10 +17,11 @@ from adapters.slack.messages import render_message
 from adapters.slack.modals import render_modal
 from adapters.teams.cards import Drawing, render_card
 from bot import RenderState, RequestUpdate
-from bot.gates.approvals import GATE_TOOL, MASK, request_arguments
+from bot.gates.approvals import MASK, request_arguments
 from bot.requests.asked_kinds import gate_edit_form
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
+from bot.words.tool_names import GATE_TOOL
 from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_valid_modal
 from tests.adapters.slack.updates import MARK, assert_inert
 from tests.adapters.teams.card_rules import assert_valid_card

@@ -16,13 +16,13 @@ from aiohttp import web
 from adapters.admin.app import AdminConsole, VerifyChain
 from adapters.server import build_web_app
 from bot.doors.tokens import Tokens
-from bot.gates.approvals import GATE_TOOL
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.store import SqlStore, open_store
 from bot.store.admin_sessions import AdminSessionTables
 from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
 from bot.store.request_log import RequestLog
+from bot.words.tool_names import GATE_TOOL
 from tests.adapters.slack.conftest import ADMIN, ALICE, CHANNEL, Env, start_env
 
 __all__ = ["start_env"]

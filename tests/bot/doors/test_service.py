@@ -13,7 +13,7 @@ import pytest
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.doors.service import DOOR_CHANNEL, Ask, DoorError, Doors
 from bot.doors.tokens import Tokens
-from bot.gates.approvals import GATE_TOOL, read_decision
+from bot.gates.approvals import read_decision
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.records import Asked
@@ -21,6 +21,7 @@ from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.store import SqlStore, open_store
 from bot.store.doors import DoorTables
+from bot.words.tool_names import GATE_TOOL
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 
 APPROVAL = {"action": "Deploy v2", "reason": "Release day"}

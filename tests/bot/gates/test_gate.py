@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.errors import ToolFailedError, ToolRefusedError
-from bot.gates.approvals import GATE_TOOL, MASK
+from bot.gates.approvals import MASK
 from bot.gates.gate import ToolGate
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.records import GateRun, RequestStatus
@@ -24,6 +24,7 @@ from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, NeedsForm, Refusal, Refused, Settled
 from bot.requests.view import build_view
 from bot.tools.context import ToolCallContext, tool_turn_context
+from bot.words.tool_names import GATE_TOOL
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 from tests.bot.tools.gated import (
     ACTOR,

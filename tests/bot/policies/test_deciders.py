@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.gates.approvals import GATE_TOOL
 from bot.policies.deciders import Deciders, subject
 from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.policy_file import PolicyFile
 from bot.policies.rules import Policy
 from bot.records import RequestRecord
+from bot.words.tool_names import GATE_TOOL
 
 ACTOR, BOB, CAROL, ADMIN, EVE = "U0ACTOR01", "U0BOB0001", "U0CAROL01", "U0ADMIN01", "U0EVE0001"
 RULES = {

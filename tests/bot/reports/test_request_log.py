@@ -17,7 +17,7 @@ from bot.reports.request_log import (
     room_text,
     surface_of,
 )
-from bot.tools.elicitation import ELICIT_INPUT
+from bot.words.tool_names import ELICIT_INPUT
 
 
 def test_an_empty_query_filters_nothing() -> None:

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from bot import HumanInputHandler, HumanInputRejectedError, HumanInputToolHandler
-from bot.gates.approvals import GATE_TOOL
 from bot.human_input import RenderState, RequestUpdate
 from bot.policies.deciders import Deciders
 from bot.policies.policy_file import PolicyFile
@@ -28,6 +27,7 @@ from bot.requests.router import Interaction, Refusal, Refused, Router, Settled, 
 from bot.requests.view import build_view
 from bot.store import SqlStore, open_store
 from bot.store.votes import VoteTables
+from bot.words.tool_names import GATE_TOOL
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 from tests.bot.tools.gated import CALL, Deployer, Worker, start_worker, within
 

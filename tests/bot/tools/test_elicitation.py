@@ -20,9 +20,10 @@ from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.requests.view import RequestView, build_view
 from bot.tools.context import ToolCallContext, tool_turn_context
-from bot.tools.elicitation import ELICIT_INPUT, HumanElicitation
+from bot.tools.elicitation import HumanElicitation
 from bot.tools.mcp_tools import McpServerSource
 from bot.tools.setup import AgentTools
+from bot.words.tool_names import ELICIT_INPUT
 from tests.bot.tools.servers import http, http_server, started, stdio
 
 PROTOCOLS = ["auto", "legacy"]

@@ -7,10 +7,9 @@ import logging
 
 import pytest
 
-from bot.gates.approvals import GATE_TOOL
 from bot.human_input import timeout_message
 from bot.human_input.snapshots import ASKED_BY_THE_BRIDGE
-from bot.tools.elicitation import ELICIT_INPUT
+from bot.words.tool_names import ELICIT_INPUT, GATE_TOOL
 from bot.words.visible_text import VisibleLogText, visible, visible_values
 
 
