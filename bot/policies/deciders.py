@@ -22,7 +22,6 @@ from bot.policies.policy_file import Rule
 from bot.policies.principals import Principal
 from bot.policies.rules import Policy
 from bot.records import RequestRecord
-from bot.requests import wording
 from bot.words.phrases import Phrase
 from bot.words.tool_names import GATE_TOOL
 
@@ -128,11 +127,21 @@ def subject_of(tool_name: str, arguments: Mapping[str, Any]) -> tuple[str, Mappi
     return tool_name, arguments
 
 
+def not_yours(record: RequestRecord) -> Phrase:
+    """The private notice to someone who may not answer, under today's rule."""
+    if record.actor_id is None:
+        return Phrase("You may not answer this request.")
+    return Phrase(
+        "This request is for {actor}: only they, an approver or an admin can answer it.",
+        {"actor": record.actor_id},
+    )
+
+
 def refusal(approvers: Sequence[Principal], record: RequestRecord, default: bool = False) -> Phrase:
     """The private notice to someone the rule's `approvers` (with those its escalation added)
     do not include: who may. Under today's rule (`default`), today's words."""
     if default or tuple(approvers) == (Principal("actor"),):
-        return wording.not_yours(record)
+        return not_yours(record)
     people: dict[str, str] = {}
     names: list[str] = []
     for n, principal in enumerate(p for p in approvers if p.kind != "actor"):

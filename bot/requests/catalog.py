@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from bot.human_tools.elicitation import ELICIT_INPUT_TOOL
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
 from bot.requests.asked_kinds import ELICIT, GATE
 from bot.requests.kinds import BUILTIN_KINDS, Kind, generic_kind
-from bot.tools.elicitation import ELICIT_INPUT_TOOL
 from bot.words.tool_names import ELICIT_INPUT, GATE_TOOL
 
 

@@ -30,7 +30,7 @@ from bot.durable.stored_requests import settled_record
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.human_tools.tool import HumanTool
-from bot.policies.deciders import Deciders, Verdict
+from bot.policies.deciders import Deciders, Verdict, not_yours
 from bot.policies.policy_file import Rule
 from bot.policies.rules import Policy
 from bot.policies.tally import MemoryVotes, Tally, VoteBox, arguments_digest, needs_votes, tally
@@ -173,7 +173,7 @@ class Router:
         verdict = await self.deciders.check(record, (user_id, *aliases))
         if verdict.allowed or verdict.notice is not None:
             return verdict
-        return Verdict(False, wording.not_yours(record))
+        return Verdict(False, not_yours(record))
 
     def controls(self, record: RequestRecord) -> list[Control]:
         tool = self.tools.get(record.tool_name)

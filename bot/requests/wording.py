@@ -136,12 +136,3 @@ def needs_approvals(required: int) -> Phrase:
     """To someone who edited, or approved and allowed, a request that needs several
     approvals: each approval is of the same call, so it is approved as it is."""
     return Phrase(f"This request needs {required} approvals: approve it as it is, or decline.")
-
-
-def not_yours(record: RequestRecord) -> Phrase:
-    if record.actor_id is None:
-        return Phrase("You may not answer this request.")
-    return Phrase(
-        "This request is for {actor}: only they, an approver or an admin can answer it.",
-        {"actor": record.actor_id},
-    )

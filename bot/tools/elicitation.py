@@ -6,9 +6,8 @@ raised it, waits, and maps the outcome to the protocol's three actions: an answe
 (with the form's values), a Decline is `decline`, anything else (the request withdrawn,
 expired, undeliverable, or the call cancelled) is `cancel`.
 
-`elicitInput` is a human tool the model is never offered: only a server's elicitation asks it.
-How it looks (the message, a form from the server's schema, or a link with a consent line and
-a Done control) is its kind in bot/requests/kinds.py.
+`elicitInput` is a human tool the model is never offered (bot/human_tools/elicitation.py):
+only a server's elicitation asks it.
 """
 
 from __future__ import annotations
@@ -18,48 +17,17 @@ import json
 import logging
 import secrets
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any, Literal
 
 from bot.errors import HumanInputRejectedError
 from bot.human_input import HumanInputHandler
-from bot.human_tools.tool import HumanTool
+from bot.human_tools.elicitation import ElicitInputArgs
 from bot.tools.context import ToolCallContext
 from bot.words.tool_names import ELICIT_INPUT
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
 Action = Literal["accept", "decline", "cancel"]
-
-
-class ElicitInputArgs(BaseModel):
-    """What an elicitation request shows: the server's message and its form or link."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    message: Annotated[str, Field(max_length=4000)]
-    mode: Literal["form", "url"] = "form"
-    # form mode: a flat JSON object schema of string/number/integer/boolean/enum fields
-    requested_schema: dict[str, Any] | None = None
-    url: Annotated[str | None, Field(pattern=r"^https?://\S+$")] = None  # url mode
-    server: str = ""  # which MCP server asks
-    tool: str = ""  # during which of its tools
-
-    @model_validator(mode="after")
-    def _fits_mode(self) -> ElicitInputArgs:
-        if self.mode == "url" and self.url is None:
-            raise ValueError("a url elicitation needs its url")
-        if self.mode == "form" and self.requested_schema is None:
-            raise ValueError("a form elicitation needs its requested_schema")
-        return self
-
-
-ELICIT_INPUT_TOOL = HumanTool(
-    ELICIT_INPUT,
-    "A tool's MCP server asks the person for input while the tool runs.",
-    ElicitInputArgs,
-)
 
 
 @dataclass(frozen=True, slots=True)

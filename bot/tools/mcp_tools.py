@@ -47,9 +47,10 @@ from pydantic import ValidationError
 
 from bot.config.agent_file import TOOL_NAME, McpSourceConfig
 from bot.errors import ToolFailedError, UnservedToolCallError
+from bot.human_tools.elicitation import ElicitInputArgs
 from bot.tools import AITool
 from bot.tools.context import ToolCallContext, current_tool_context
-from bot.tools.elicitation import ElicitInputArgs, ElicitOutcome, HumanElicitation
+from bot.tools.elicitation import ElicitOutcome, HumanElicitation
 from bot.tools.mcp_wire import StderrTail, connection_lost, reason, text_of_result, watched
 from bot.tools.sources import ToolSourceError
 

@@ -18,10 +18,10 @@ from adapters.slack.messages import render_message
 from adapters.slack.modals import render_modal
 from adapters.teams.cards import Drawing, render_card
 from bot import RenderState, RequestUpdate
+from bot.human_tools.elicitation import ElicitInputArgs
 from bot.requests.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
-from bot.tools.elicitation import ElicitInputArgs
 from bot.words.tool_names import ELICIT_INPUT
 from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_valid_modal
 from tests.adapters.teams.card_rules import assert_valid_card

@@ -3,8 +3,8 @@ built-in tools' own, in the order they are offered, and the asked kinds' tools a
 
 from __future__ import annotations
 
+from bot.human_tools.elicitation import ELICIT_INPUT_TOOL
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.tools.elicitation import ELICIT_INPUT_TOOL
 from bot.words.tool_names import BUILTIN_TOOL_NAMES, ELICIT_INPUT, GATE_TOOL
 
 
