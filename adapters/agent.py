@@ -16,8 +16,8 @@ from bot.audit.redaction import redaction_keys
 from bot.config.agent_file import AgentConfig, human_tool_names, load_agent_file
 from bot.gates.gate import Gate
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.tools.elicitation import HumanElicitation
-from bot.tools.setup import AgentTools, build_tool_handler
+from bot.tool_sources.elicitation import HumanElicitation
+from bot.tool_sources.setup import AgentTools, build_tool_handler
 
 SYSTEM_PROMPT = (
     "You are a release assistant working with a team. Before anything irreversible, ask for "

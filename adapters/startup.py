@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from adapters.terminal import safe
 from bot import ConfigurationError
-from bot.tools.sources import ToolSourceError
+from bot.tool_sources.sources import ToolSourceError
 
 CONFIGURATION = 2
 FAILED = 1

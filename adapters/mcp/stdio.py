@@ -34,7 +34,7 @@ from adapters.http_limits import one_line
 from adapters.mcp.server import PATH, bridge_version
 from adapters.startup import StartupError, explain
 from bot import ConfigurationError
-from bot.tools.mcp_wire import connection_lost
+from bot.tool_sources.mcp_wire import connection_lost
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Approval gates: a call of a gated tool runs only once a person approves it, exactly once.
 
-The gate wraps the handler of the team's tools (bot/tools/setup.py builds it with
+The gate wraps the handler of the team's tools (bot/tool_sources/setup.py builds it with
 `build_tool_handler(tools, gate=approval_gate(...))`). For a tool its rule gates:
 
 1. a live grant for this room, actor and tool (bot/gates/grants.py) runs the call unasked;
@@ -79,7 +79,7 @@ INTERRUPTED = (
 
 
 class ApprovalRule(Protocol):
-    """What the agent file says of one tool (bot/tools/setup.py's rules have these)."""
+    """What the agent file says of one tool (bot/tool_sources/setup.py's rules have these)."""
 
     @property
     def needs_approval(self) -> bool: ...

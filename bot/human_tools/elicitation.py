@@ -1,6 +1,6 @@
 """`elicitInput`: the human tool an MCP server's elicitation asks during a tool call (the model
 is never offered it): the server's message and its form or link. The asking is
-bot/tools/elicitation.py's; how it looks is its kind in bot/requests/asked_kinds.py."""
+bot/tool_sources/elicitation.py's; how it looks is its kind in bot/requests/asked_kinds.py."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ TOOL_LABELS = {
     "uploadFile": "File",
     "confirmAction": "Confirmation",
     GATE_TOOL: "Tool call approval",  # an agent's tool call held by a policy's gate
-    "elicitInput": "Input for an MCP server",  # bot.tools.elicitation.ELICIT_INPUT
+    "elicitInput": "Input for an MCP server",  # bot.tool_sources.elicitation.ELICIT_INPUT
 }
 DOOR_GATE_LABEL = "Permission prompt"  # the gate asked through a door (MCP permission_prompt)
 TOKEN_ASKER = "token:"  # noqa: S105 (a prefix, not a secret): who asked through a door

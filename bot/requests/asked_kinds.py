@@ -21,7 +21,8 @@ from bot.requests.kinds import (
     raw_facts,
 )
 
-# -- an MCP server's elicitation (bot/tools/elicitation.py) -------------------------------------
+# -- an MCP server's elicitation (bot/tool_sources/elicitation.py)
+# -------------------------------------
 
 
 def _elicit_url(args: Args) -> str:

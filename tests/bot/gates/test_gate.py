@@ -25,8 +25,7 @@ from bot.requests.router import Interaction, Invalid, NeedsForm, Refusal, Refuse
 from bot.requests.view import build_view
 from bot.tools.context import ToolCallContext, tool_turn_context
 from bot.words.tool_names import GATE_TOOL
-from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
-from tests.bot.tools.gated import (
+from tests.bot.gates.gated import (
     ACTOR,
     APPROVER,
     CALL,
@@ -42,6 +41,7 @@ from tests.bot.tools.gated import (
     start_worker,
     within,
 )
+from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """bot/gates/grants.py: "approve and allow here for 1 hour", used, expired, revoked, audited.
 
-The gate and its worker are the real ones of tests/bot/tools/gated.py (a handler on a store,
+The gate and its worker are the real ones of tests/bot/gates/gated.py (a handler on a store,
 SQLite and PostgreSQL); the grants' clock is a test's own, moved past the hour instead of
 waiting for it.
 """
@@ -21,8 +21,7 @@ from bot.records import Grant
 from bot.requests.kinds import Verb
 from bot.requests.router import Invalid, Refused, Settled
 from bot.requests.view import build_view
-from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
-from tests.bot.tools.gated import (
+from tests.bot.gates.gated import (
     ACTOR,
     APPROVER,
     CALL,
@@ -37,6 +36,7 @@ from tests.bot.tools.gated import (
     start_worker,
     within,
 )
+from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 
 
 @dataclass

@@ -28,8 +28,8 @@ from bot.requests.view import build_view
 from bot.store import SqlStore, open_store
 from bot.store.votes import VoteTables
 from bot.words.tool_names import GATE_TOOL
+from tests.bot.gates.gated import CALL, Deployer, Worker, start_worker, within
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
-from tests.bot.tools.gated import CALL, Deployer, Worker, start_worker, within
 
 ACTOR, BOB, CAROL, DAVE, EVE = "U0ACTOR01", "U0BOB0001", "U0CAROL01", "U0DAVE001", "U0EVE0001"
 THREE = [f"slack:{BOB}", f"slack:{CAROL}", f"slack:{DAVE}"]

@@ -9,10 +9,10 @@ import pytest
 
 from bot.config.agent_file import parse_agent_file
 from bot.errors import ConfigurationError, ToolRefusedError
-from bot.tools.python_tools import PythonTool, PythonToolSource
-from tests.bot.tools import sample_tools
+from bot.tool_sources.python_tools import PythonTool, PythonToolSource
+from tests.bot.tool_sources import sample_tools
 
-MODULE = "tests.bot.tools.sample_tools"
+MODULE = "tests.bot.tool_sources.sample_tools"
 
 
 async def test_a_sync_callable_s_schema_comes_from_its_hints_and_it_runs_in_a_thread() -> None:
@@ -71,8 +71,8 @@ async def test_an_agent_file_entry_is_imported_and_served(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ("tests.bot.tools.nowhere:restart", "cannot import tests.bot.tools.nowhere:restart: "
-         "ModuleNotFoundError: No module named 'tests.bot.tools.nowhere'"),
+        ("tests.bot.nowhere:restart", "cannot import tests.bot.nowhere:restart: "
+         "ModuleNotFoundError: No module named 'tests.bot.nowhere'"),
         (f"{MODULE}:missing", f"cannot import {MODULE}:missing: AttributeError"),
         (f"{MODULE}:NOT_CALLABLE", f"{MODULE}:NOT_CALLABLE is not callable"),
         (f"{MODULE}:spread", "cannot be a tool: ValueError: spread takes *args or **kwargs"),

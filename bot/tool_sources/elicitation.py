@@ -1,6 +1,6 @@
 """An MCP server asks for input during a tool call: the turn's person is asked with a form.
 
-The MCP client (bot/tools/mcp_tools.py) hands each `elicitation/create` here in protocol-free
+The MCP client (bot/tool_sources/mcp_tools.py) hands each `elicitation/create` here in protocol-free
 terms; this module makes it a request of the `elicitInput` tool for the actor of the call that
 raised it, waits, and maps the outcome to the protocol's three actions: an answer is `accept`
 (with the form's values), a Decline is `decline`, anything else (the request withdrawn,

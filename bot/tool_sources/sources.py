@@ -3,7 +3,7 @@
 A source is started once (`start`, which raises `ToolSourceError` naming it when it cannot
 start), offers its current tools (`tools`, which may change while it runs), serves calls
 (`call`, raising `ToolFailedError` for a result the tool reported as an error, or when the
-source is down), and is closed once. `bot/tools/setup.py` puts them behind one tool handler.
+source is down), and is closed once. `bot/tool_sources/setup.py` puts them behind one tool handler.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ class Rule:
 
 @dataclass
 class Rules:
-    """`approval_for` as bot/tools/setup.py's AgentTools gives it: deploy is gated."""
+    """`approval_for` as bot/tool_sources/setup.py's AgentTools gives it: deploy is gated."""
 
     rules: dict[str, Rule] = field(default_factory=lambda: {"deploy": Rule(), "echo": Rule(False)})
 

@@ -1,4 +1,4 @@
-"""Real MCP servers for the tests: tests/bot/tools/mcp_server.py run over stdio as a process,
+"""Real MCP servers for the tests: tests/bot/tool_sources/mcp_server.py run over stdio as a process,
 or served over streamable HTTP on loopback by uvicorn in the test's event loop."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import uvicorn
 
 from bot.config.agent_file import McpSourceConfig
-from bot.tools.elicitation import HumanElicitation
-from bot.tools.mcp_tools import McpServerSource
-from tests.bot.tools.mcp_server import build_server
+from bot.tool_sources.elicitation import HumanElicitation
+from bot.tool_sources.mcp_tools import McpServerSource
+from tests.bot.tool_sources.mcp_server import build_server
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 WAIT = 10.0  # bound for what a test awaits from a server process (start-up, a restart)

@@ -1,4 +1,5 @@
-"""Python callables an agent file names as tools (`python: tests.bot.tools.sample_tools:...`)."""
+"""Python callables an agent file names as tools
+(`python: tests.bot.tool_sources.sample_tools:...`)."""
 
 from __future__ import annotations
 

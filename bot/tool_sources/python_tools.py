@@ -23,8 +23,8 @@ from pydantic_core import to_jsonable_python
 from bot.config.agent_file import TOOL_NAME, AgentConfig, PythonSourceConfig
 from bot.errors import ToolRefusedError, UnservedToolCallError
 from bot.human_tools.tool import inline_refs
+from bot.tool_sources.sources import result_text
 from bot.tools import AITool
-from bot.tools.sources import result_text
 
 
 class PythonTool:

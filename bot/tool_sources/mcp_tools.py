@@ -13,7 +13,7 @@ model reads, and is started again with a growing backoff; meanwhile calls wait a
 then fail the same way.
 
 When a server asks for input during a call (`elicitation/create`), the actor of that call is
-asked (bot/tools/elicitation.py). On a 2026-07-28 connection the question arrives inside the
+asked (bot/tool_sources/elicitation.py). On a 2026-07-28 connection the question arrives inside the
 call, so the call is known; on a 2025 one it arrives on its own, and is taken to be for the
 call in flight on that server (or, with several, the latest one, when they all come from the
 same person in the same conversation; otherwise nobody can be told apart and it is cancelled).
@@ -48,11 +48,11 @@ from pydantic import ValidationError
 from bot.config.agent_file import TOOL_NAME, McpSourceConfig
 from bot.errors import ToolFailedError, UnservedToolCallError
 from bot.human_tools.elicitation import ElicitInputArgs
+from bot.tool_sources.elicitation import ElicitOutcome, HumanElicitation
+from bot.tool_sources.mcp_wire import StderrTail, connection_lost, reason, text_of_result, watched
+from bot.tool_sources.sources import ToolSourceError
 from bot.tools import AITool
 from bot.tools.context import ToolCallContext, current_tool_context
-from bot.tools.elicitation import ElicitOutcome, HumanElicitation
-from bot.tools.mcp_wire import StderrTail, connection_lost, reason, text_of_result, watched
-from bot.tools.sources import ToolSourceError
 
 log = logging.getLogger(__name__)
 

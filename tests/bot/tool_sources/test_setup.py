@@ -14,11 +14,11 @@ from bot import AIChannel, HumanInputToolHandler, ToolHandler
 from bot.agent.scripted import ScriptedAIProvider
 from bot.config.agent_file import AgentConfig, load_agent_file
 from bot.errors import ConfigurationError, UnservedToolCallError
+from bot.tool_sources.setup import AgentTools, ToolRule, build_tool_handler
 from bot.tools import AITool
-from bot.tools.setup import AgentTools, ToolRule, build_tool_handler
-from tests.bot.tools.servers import SERVER, until
+from tests.bot.tool_sources.servers import SERVER, until
 
-MODULE = "tests.bot.tools.sample_tools"
+MODULE = "tests.bot.tool_sources.sample_tools"
 
 
 def agent_file(tmp_path: Path, tools: str) -> AgentConfig:

@@ -26,10 +26,10 @@ from bot.config.agent_file import AgentConfig, McpSourceConfig, PythonSourceConf
 from bot.errors import UnservedToolCallError
 from bot.gates.grants import GRANT_SECONDS
 from bot.human_tools.tool import BUILTIN_TOOLS
+from bot.tool_sources.elicitation import HumanElicitation
+from bot.tool_sources.python_tools import PythonToolSource
+from bot.tool_sources.sources import ToolSource
 from bot.tools import AITool, ToolHandler
-from bot.tools.elicitation import HumanElicitation
-from bot.tools.python_tools import PythonToolSource
-from bot.tools.sources import ToolSource
 from bot.words.tool_names import ELICIT_INPUT
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class AgentTools:
             else:
                 assert isinstance(source, McpSourceConfig)
                 # The MCP SDK (seconds to import) only for a file that lists MCP servers.
-                from bot.tools.mcp_tools import McpServerSource
+                from bot.tool_sources.mcp_tools import McpServerSource
 
                 sources.append(
                     McpServerSource(

@@ -19,12 +19,12 @@ from bot.requests.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.requests.view import RequestView, build_view
+from bot.tool_sources.elicitation import HumanElicitation
+from bot.tool_sources.mcp_tools import McpServerSource
+from bot.tool_sources.setup import AgentTools
 from bot.tools.context import ToolCallContext, tool_turn_context
-from bot.tools.elicitation import HumanElicitation
-from bot.tools.mcp_tools import McpServerSource
-from bot.tools.setup import AgentTools
 from bot.words.tool_names import ELICIT_INPUT
-from tests.bot.tools.servers import http, http_server, started, stdio
+from tests.bot.tool_sources.servers import http, http_server, started, stdio
 
 PROTOCOLS = ["auto", "legacy"]
 TURN = ToolCallContext(

@@ -11,9 +11,9 @@ import pytest
 
 from bot.config.agent_file import McpSourceConfig
 from bot.errors import ToolFailedError, UnservedToolCallError
-from bot.tools.mcp_tools import McpServerSource
-from bot.tools.sources import ToolSourceError
-from tests.bot.tools.servers import http, http_server, started, stdio, until
+from bot.tool_sources.mcp_tools import McpServerSource
+from bot.tool_sources.sources import ToolSourceError
+from tests.bot.tool_sources.servers import http, http_server, started, stdio, until
 
 PROTOCOLS = ["auto", "legacy"]  # 2026-07-28 when the server speaks it; the 2025 handshake
 
