@@ -15,7 +15,7 @@ from typing import Any
 
 from adapters.terminal import one_line
 from bot import RenderState
-from bot.requests.forms import FieldKind, FormField, Option
+from bot.human_tools.forms import FieldKind, FormField, Option
 from bot.requests.kinds import Control, Fact, Verb
 from bot.requests.view import RequestView
 from bot.words.phrases import Phrase, PlainFormatter

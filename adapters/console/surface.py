@@ -36,7 +36,7 @@ from adapters.console.render import (
 from adapters.terminal import one_line
 from bot import PendingInputStatus, RenderState, RequestUpdate
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
-from bot.requests.forms import FieldKind, FormField
+from bot.human_tools.forms import FieldKind, FormField
 from bot.requests.kinds import Control, Verb
 from bot.requests.router import Interaction, Invalid, Outcome, Refused, Router
 from bot.requests.view import RequestView, build_view

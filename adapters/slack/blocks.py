@@ -24,7 +24,7 @@ from adapters.slack.text import (
     length,
     truncate,
 )
-from bot.requests.forms import Option
+from bot.human_tools.forms import Option
 from bot.requests.kinds import Control, Fact, Style, Verb
 
 Block = dict[str, Any]

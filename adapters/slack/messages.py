@@ -46,8 +46,8 @@ from adapters.slack.text import (
     truncate,
 )
 from bot.human_input import RenderState, RequestUpdate
+from bot.human_tools.forms import FieldKind, Option
 from bot.human_tools.tool import HumanTool
-from bot.requests.forms import FieldKind, Option
 from bot.requests.kinds import Control, Verb
 from bot.requests.view import RequestView, build_view
 

@@ -1,6 +1,6 @@
 """Modals: a core `Form` drawn with Slack's native inputs, one per field.
 
-Pure. Each field kind (bot/requests/forms.py) gets the input Slack has for it; what each input
+Pure. Each field kind (bot/human_tools/forms.py) gets the input Slack has for it; what each input
 submits is read back by `parse`, in the form `read_form` takes. A modal's `callback_id` names the
 control's verb, its `private_metadata` the request, and each input block's `block_id` its field.
 """
@@ -25,7 +25,7 @@ from adapters.slack.text import (
     SELECT_OPTIONS,
     fit,
 )
-from bot.requests.forms import TEXT_MAX, FieldKind, Form, FormField, Option
+from bot.human_tools.forms import TEXT_MAX, FieldKind, Form, FormField, Option
 from bot.requests.kinds import Fact, Verb
 
 _INTRO_BLOCKS = 6  # what the request is about, above the inputs (the inputs come first)

@@ -2,7 +2,7 @@
 
 Pure functions, the inverse of adapters/slack/scheme.py: a click becomes an `Interaction` (the
 request, who, the verb, and for an option its value), a modal submission one whose inputs are
-each field's value in the form bot/requests/forms.py reads. What the interaction means (may
+each field's value in the form bot/human_tools/forms.py reads. What the interaction means (may
 they, which answer, is it valid) is the router's to decide, never this module's.
 
 `check_envelope` comes first, on every request Slack signed: the fields Bolt and our listeners

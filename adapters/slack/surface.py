@@ -22,9 +22,9 @@ from adapters.slack.scheme import SURFACE
 from adapters.slack.text import MESSAGE_TEXT, SLACK, escape, truncate
 from bot import HumanTool, RequestUpdate, UndeliverableError
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
-from bot.durable.stored_requests import posted_record
 from bot.records import RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
+from bot.requests.stored_requests import posted_record
 from bot.requests.trail import MessageTrail
 from bot.words.phrases import Phrase
 

@@ -3,7 +3,7 @@
 Pure functions, the inverse of the scheme of cards.py and inputs.py: the verb says which control
 was used (`hitl_<Verb>`, or `hitl_refresh`), `data` carries the request id and, merged in by
 Teams under their input ids, the values of the card's inputs. The values of the control's form
-are read back by field name, in the forms `bot.requests.forms.read_form` takes; what they mean,
+are read back by field name, in the forms `bot.human_tools.forms.read_form` takes; what they mean,
 and whether they do, is the core's to say (`Router.handle`).
 """
 
@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from adapters.teams.cards import REFRESH, REQUEST_ID_KEY, SURFACE, VERB_PREFIX
 from adapters.teams.inputs import DATE, LINK, NAME, OTHER, TIME, input_id
 from adapters.teams.text import MAX_REQUEST_ID
-from bot.requests.forms import FieldKind, Form, FormField
+from bot.human_tools.forms import FieldKind, Form, FormField
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction
 

@@ -1,4 +1,4 @@
-"""A core form (bot/requests/forms.py) drawn as Adaptive Card 1.5 inputs, one or two per field.
+"""A core form (bot/human_tools/forms.py) drawn as Adaptive Card 1.5 inputs, one or two per field.
 
 Input ids are `<form name>.<field name>` (a field drawn as two inputs adds `.<part>`): Teams
 merges input values into an action's `data` by id, and a dotted id can never be our own
@@ -39,7 +39,7 @@ from adapters.teams.text import (
     plain_text,
     teams_text,
 )
-from bot.requests.forms import (
+from bot.human_tools.forms import (
     EMAIL,
     LONG_TEXT_MAX,
     TEXT_MAX,

@@ -27,11 +27,11 @@ from adapters.teams.refresh import RefreshList, is_teams_user_id
 from adapters.teams.text import PlainTextFormatter, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
-from bot.durable.stored_requests import posted_record
 from bot.policies.directory import Directory
 from bot.records import RequestRecord, RequestStore
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
+from bot.requests.stored_requests import posted_record
 from bot.requests.trail import MessageTrail
 from bot.words.phrases import Phrase
 

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.requests import forms
+from bot.human_tools import forms
 
 Text = Annotated[str, Field(min_length=1, max_length=4000)]
 

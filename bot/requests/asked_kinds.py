@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.gates import approvals
+from bot.human_tools.forms import Form, form_from_schema
 from bot.requests.arguments import text_of
-from bot.requests.forms import Form, form_from_schema
 from bot.requests.kinds import (
     Args,
     Control,

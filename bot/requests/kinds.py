@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.human_tools.forms import FieldKind, Form, FormField, form_from_schema, numbered_options
 from bot.human_tools.tool import CollectUserDataArgs, HumanTool, data_form
 from bot.requests.arguments import form_fields, text_of, texts_of
-from bot.requests.forms import FieldKind, Form, FormField, form_from_schema, numbered_options
 from bot.words.phrases import Phrase
 
 Args = Mapping[str, Any]

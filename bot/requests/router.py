@@ -26,9 +26,9 @@ from enum import StrEnum
 from typing import Any
 
 from bot.audit.refusals import record_refused_answer
-from bot.durable.stored_requests import settled_record
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler, RequestUpdate
+from bot.human_tools.forms import Form, FormResult, read_form
 from bot.human_tools.tool import HumanTool
 from bot.policies.deciders import Deciders, Verdict, not_yours
 from bot.policies.policy_file import Rule
@@ -38,8 +38,8 @@ from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavail
 from bot.requests import wording
 from bot.requests.access import AnswerPolicy
 from bot.requests.catalog import kind_of
-from bot.requests.forms import Form, FormResult, read_form
 from bot.requests.kinds import DECLINE, Control, Verb
+from bot.requests.stored_requests import settled_record
 from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from adapters.slack.modals import render_modal
 from adapters.teams.cards import Drawing, render_card
 from bot import RenderState, RequestUpdate
 from bot.human_tools.elicitation import ElicitInputArgs
-from bot.requests.forms import FieldKind
+from bot.human_tools.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
 from bot.words.tool_names import ELICIT_INPUT

@@ -20,7 +20,7 @@ from adapters.console.render import (
 )
 from adapters.terminal import one_line
 from bot import BUILTIN_TOOLS, RenderState, RequestUpdate
-from bot.requests.forms import FieldKind, FormField, numbered_options
+from bot.human_tools.forms import FieldKind, FormField, numbered_options
 from bot.requests.kinds import Verb
 from bot.requests.view import RequestView, build_view
 

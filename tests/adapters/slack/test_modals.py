@@ -8,8 +8,8 @@ import pytest
 
 from adapters.slack.filetypes import accepted_types
 from adapters.slack.modals import notice_view, render_modal
+from bot.human_tools.forms import FieldKind, Form, FormField, form_from_schema, numbered_options
 from bot.human_tools.tool import BUILTIN_TOOLS, CollectUserDataArgs, data_form
-from bot.requests.forms import FieldKind, Form, FormField, form_from_schema, numbered_options
 from bot.requests.kinds import DECLINE_FORM, Fact, Verb
 from bot.requests.view import build_view
 from tests.adapters.slack.blockkit_rules import (

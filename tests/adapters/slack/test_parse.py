@@ -20,8 +20,8 @@ from adapters.slack.parse import (
     parse_block_action,
     parse_view_submission,
 )
+from bot.human_tools.forms import read_form
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.requests.forms import read_form
 from bot.requests.kinds import DECLINE_FORM, Verb
 from bot.requests.router import Interaction
 from tests.adapters.slack.blockkit_rules import interactive_elements

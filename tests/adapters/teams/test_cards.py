@@ -15,8 +15,8 @@ from adapters.teams.cards import Drawing, render_card
 from adapters.teams.inputs import Filled
 from adapters.teams.text import TeamsFormatter, byte_length, cut, plain_text, teams_text
 from bot.human_input import RenderState, RequestUpdate
+from bot.human_tools.forms import EMAIL, URL
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
-from bot.requests.forms import EMAIL, URL
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
 from bot.words.phrases import Phrase

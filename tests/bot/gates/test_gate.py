@@ -18,8 +18,8 @@ from bot.errors import ToolFailedError, ToolRefusedError
 from bot.gates.approvals import MASK
 from bot.gates.gate import ToolGate
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
+from bot.human_tools.forms import read_form
 from bot.records import GateRun, RequestStatus
-from bot.requests.forms import read_form
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, NeedsForm, Refusal, Refused, Settled
 from bot.requests.view import build_view

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from bot.human_tools.forms import read_form
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
 from bot.requests.catalog import kind_of
-from bot.requests.forms import read_form
 from bot.requests.kinds import OPTION_SHOWN, Verb
 
 

@@ -15,7 +15,7 @@ import pytest
 from bot.config.agent_file import load_agent_file
 from bot.errors import ToolFailedError
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
-from bot.requests.forms import FieldKind
+from bot.human_tools.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Router, Settled
 from bot.requests.view import RequestView, build_view

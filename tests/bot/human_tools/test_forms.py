@@ -1,4 +1,4 @@
-"""bot/requests/forms.py: a form reads what any surface submits into typed values, or into one
+"""bot/human_tools/forms.py: a form reads what any surface submits into typed values, or into one
 error per field; a JSON schema (an answer model, a tool's input, an elicitation) makes a form."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from bot.human_tools.forms import FieldKind, Form, FormField, form_from_schema, read_form
 from bot.human_tools.tool import DataField, data_form, form_answer_model
-from bot.requests.forms import FieldKind, Form, FormField, form_from_schema, read_form
 
 ALL_KINDS: list[dict[str, Any]] = [
     {"name": "title", "label": "Title", "type": "text"},

@@ -6,8 +6,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.durable.stored_requests import posted_record, settled_record
 from bot.records import RequestRecord, RequestStatus, Settlement
+from bot.requests.stored_requests import posted_record, settled_record
 from bot.store import open_store
 
 
