@@ -11,13 +11,12 @@ import asyncio
 import contextlib
 import logging
 from datetime import timedelta
+from typing import Protocol
 
-from bot.audit.hashing import GRACE, ChainReport, ChainWalk
+from bot.audit.hashing import GRACE, ChainReport, ChainRow, ChainWalk
 from bot.records import StoreUnavailableError
-from bot.store import chain_rows
-from bot.store.sql_store import SqlStore
 
-__all__ = ["AuditSealer", "ChainCheck", "ChainReport", "seal_chain", "verify_chain"]
+__all__ = ["AuditSealer", "ChainCheck", "ChainReport", "ChainStore", "seal_chain", "verify_chain"]
 
 log = logging.getLogger(__name__)
 
@@ -25,25 +24,30 @@ SEAL_EVERY = 0.5  # seconds between a worker's sealing passes
 WALK_PAGE = 5000  # sealed rows read per query while verifying
 
 
-async def seal_chain(store: SqlStore) -> int:
+class ChainStore(Protocol):
+    """What the chain asks of the store (SqlStore has it)."""
+
+    async def seal_audit(self) -> int:
+        """Seal every row written so far; how many."""
+        ...
+
+    async def sealed_after(self, after: int, limit: int) -> list[ChainRow]:
+        """Up to `limit` sealed rows after chain place `after`, in chain order."""
+        ...
+
+
+async def seal_chain(store: ChainStore) -> int:
     """Seal every row written so far (in batches, each its own transaction); how many."""
-    if not await store.read(chain_rows.any_unsealed):
-        return 0
-    total = 0
-    while True:
-        sealed = await store.write(chain_rows.seal)
-        total += sealed
-        if sealed < chain_rows.SEAL_BATCH:
-            return total
+    return await store.seal_audit()
 
 
-async def verify_chain(store: SqlStore, *, grace: timedelta = GRACE) -> ChainReport:
+async def verify_chain(store: ChainStore, *, grace: timedelta = GRACE) -> ChainReport:
     """Seal, then walk the chain: the first row changed, deleted, inserted or reordered."""
     await seal_chain(store)
     walk = ChainWalk(grace)
     after = 0
     while True:
-        rows = await store.read(chain_rows.sealed_after, after, WALK_PAGE)
+        rows = await store.sealed_after(after, WALK_PAGE)
         for row in rows:
             if not walk.step(row):
                 return walk.report()
@@ -56,7 +60,7 @@ class ChainCheck:
     """`verify_chain` for a page showing the chain's status (the admin console): one walk at a
     time, its report reused for `max_age` seconds (a million rows take about half a minute)."""
 
-    def __init__(self, store: SqlStore, max_age: float = 60.0) -> None:
+    def __init__(self, store: ChainStore, max_age: float = 60.0) -> None:
         self.store = store
         self.max_age = max_age
         self._report: ChainReport | None = None
@@ -75,7 +79,7 @@ class ChainCheck:
 class AuditSealer:
     """A worker's background sealing: a pass every SEAL_EVERY seconds, and one at stop."""
 
-    def __init__(self, store: SqlStore, every: float = SEAL_EVERY) -> None:
+    def __init__(self, store: ChainStore, every: float = SEAL_EVERY) -> None:
         self.store = store
         self.every = every
         self._task: asyncio.Task[None] | None = None

@@ -1,4 +1,4 @@
-"""Streaming the audit log out: pages of rows (bot/store/audit_rows.py) written as CSV or JSON
+"""Streaming the audit log out: pages of rows (the store's `audit_page`) written as CSV or JSON
 lines as they come, so an export of any size holds one page in memory."""
 
 from __future__ import annotations
@@ -8,12 +8,9 @@ import csv
 import io
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bot.audit.query import AuditFilter, AuditLine
-
-if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when rows are read, not by `--help`
-    from bot.store.sql_store import SqlStore
 
 FORMATS = ("csv", "jsonl")
 PAGE = 5000
@@ -23,8 +20,18 @@ COLUMNS = ("id", "chain_seq", "at", "action", "request_id", "actor_id", "tool", 
 _FORMULA_START = frozenset("=+-@\t\r")
 
 
+class AuditPages(Protocol):
+    """What an export asks of the store (SqlStore has it)."""
+
+    async def audit_page(
+        self, wanted: AuditFilter, after: int | None, newest_first: bool, limit: int
+    ) -> list[AuditLine]:
+        """Up to `limit` rows `wanted` matches, after row id `after` in the order asked."""
+        ...
+
+
 async def audit_lines(
-    store: SqlStore,
+    store: AuditPages,
     wanted: AuditFilter,
     *,
     newest_first: bool = False,
@@ -33,11 +40,10 @@ async def audit_lines(
 ) -> AsyncIterator[AuditLine]:
     """Every row `wanted` matches (up to `limit`), oldest first unless `newest_first`. The
     next page is read while this one is consumed (the database works while we write)."""
-    from bot.store import audit_rows
 
     def read(after: int | None, left: int | None) -> asyncio.Future[list[AuditLine]]:
         size = page if left is None else min(page, left)
-        return asyncio.ensure_future(store.read(audit_rows.page, wanted, after, newest_first, size))
+        return asyncio.ensure_future(store.audit_page(wanted, after, newest_first, size))
 
     left = limit
     if left is not None and left <= 0:
@@ -95,7 +101,7 @@ def _cell(value: str | None) -> str:
 
 
 async def export_audit(
-    store: SqlStore, wanted: AuditFilter, fmt: str, write: Callable[[str], Any]
+    store: AuditPages, wanted: AuditFilter, fmt: str, write: Callable[[str], Any]
 ) -> int:
     """Write every row `wanted` matches, oldest first, as `fmt` (csv, jsonl); how many."""
     if fmt not in FORMATS:

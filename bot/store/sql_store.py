@@ -21,6 +21,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.audit.hashing import ChainRow
+from bot.audit.query import AuditFilter, AuditLine
 from bot.records import (
     AuditEntry,
     Decision,
@@ -32,7 +34,16 @@ from bot.records import (
     RunRecord,
     Settlement,
 )
-from bot.store import gate_rows, holds, inbox_rows, journal, request_rows, run_rows
+from bot.store import (
+    audit_rows,
+    chain_rows,
+    gate_rows,
+    holds,
+    inbox_rows,
+    journal,
+    request_rows,
+    run_rows,
+)
 from bot.store.engine import create_engine
 from bot.store.lanes import Lanes
 from bot.store.migrate import head_revision
@@ -380,6 +391,30 @@ class SqlStore:
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
         rows = await self._lanes.read(every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit})
         return [run_rows.run_of(row) for row in rows]
+
+    # -- the audit chain and its pages (bot.audit.chain.ChainStore, bot.audit.export.AuditPages)
+
+    async def seal_audit(self) -> int:
+        """Seal every audit row written so far into the chain, in batches (each its own
+        transaction, short enough not to hold the chain's lock long); how many."""
+        if not await self.read(chain_rows.any_unsealed):
+            return 0
+        total = 0
+        while True:
+            sealed = await self.write(chain_rows.seal)
+            total += sealed
+            if sealed < chain_rows.SEAL_BATCH:
+                return total
+
+    async def sealed_after(self, after: int, limit: int) -> list[ChainRow]:
+        """Up to `limit` sealed rows after chain place `after`, in chain order."""
+        return await self.read(chain_rows.sealed_after, after, limit)
+
+    async def audit_page(
+        self, wanted: AuditFilter, after: int | None, newest_first: bool, limit: int
+    ) -> list[AuditLine]:
+        """Up to `limit` rows `wanted` matches, after row id `after` in the order asked."""
+        return await self.read(audit_rows.page, wanted, after, newest_first, limit)
 
     # -- notifications, schema, lifetime ------------------------------------------------------
 
