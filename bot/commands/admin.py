@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bot.commands.answers import LISTED, audit_lines, grant_lines, pending_lines, short
 from bot.commands.audit_filter import AuditQueryError, read_audit_query
-from bot.commands.lines import LISTED, audit_lines, grant_lines, pending_lines, short
 from bot.gates.grants import Grants
 from bot.records import AuditEntry, RequestStore
 from bot.requests.router import Refused, Router

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.commands.admin import ADMIN_ONLY, PRIVATE_ONLY, Admin, Asker
-from bot.commands.lines import grant_lines, mine_lines, pending_lines, short, whom
+from bot.commands.answers import grant_lines, mine_lines, pending_lines, short, whom
 from bot.gates.grants import GrantError, Grants
 from bot.records import Grant, RequestRecord, RequestStore
 from bot.requests.access import AnswerPolicy

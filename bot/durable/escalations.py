@@ -1,11 +1,11 @@
-"""Escalation ladders (docs/policies.md): each step fired at its offset, once, on any worker.
+"""Escalations (docs/policies.md): each step fired at its offset, once, on any worker.
 
 An open request whose policy rule has `escalate` steps carries in its row how many have fired
 (`escalation_step`) and when the next is due (`next_escalation_at`): durable deadlines, swept
 by the scheduler of bot/durable/sweep.py over those columns. A due step fires by a compare-and-set
 on the row, with its audit line: of several workers sweeping at once exactly one fires it; one
 that fell due while every worker was down fires at start (late, once); one at or after the
-request's deadline never fires (bot/policies/ladder.py). The worker that fired it tells the
+request's deadline never fires (bot/policies/escalation.py). The worker that fired it tells the
 surfaces: the request's message edited (who may answer now, the reminder), and one message of
 its own naming people (the approvers added; on a reminder, those who have not voted).
 """
@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from bot.durable.sweep import DeadlineScheduler, utc_now
-from bot.policies.ladder import Fired, fired_step, step_at
+from bot.policies.escalation import Fired, fired_step, step_at
 from bot.records import AuditEntry, EscalationState, RequestRecord
 from bot.requests.router import Router
 

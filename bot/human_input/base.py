@@ -24,7 +24,7 @@ from bot.human_input.snapshots import AnswerValidator, Notifier, Observer, Reque
 from bot.records import PendingInput, RequestStatus, RequestStore, Settlement
 
 if TYPE_CHECKING:
-    from bot.policies.ladder import Audience
+    from bot.policies.escalation import Audience
     from bot.policies.tally import Tally
 
 DENIED_BY_HOOK = "Denied by ON_USER_INPUT_REQUIRED hook"
@@ -90,7 +90,7 @@ class HandlerState(ABC):
         self.expiry_answer: Callable[[str, dict[str, Any]], str | None] | None = None
         # A policy's escalation: when the first step of a call's rule is due (seconds after
         # creation; None: it has none), and who may answer a request and how far its
-        # escalation went, as its message shows them (bot/policies/ladder.py).
+        # escalation went, as its message shows them (bot/policies/escalation.py).
         self.escalation_start: Callable[[str, dict[str, Any]], float | None] | None = None
         self.audience_of: Callable[[PendingInput], Audience | None] | None = None
         self.on_escalation_armed: Callable[[datetime], None] | None = None

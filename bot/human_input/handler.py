@@ -24,7 +24,7 @@ from bot.tools.context import current_tool_actor_id
 from bot.words.visible_text import visible_values
 
 if TYPE_CHECKING:
-    from bot.policies.ladder import Audience
+    from bot.policies.escalation import Audience
     from bot.policies.tally import Tally
 
 

@@ -14,7 +14,7 @@ from bot.records import PendingInput, RequestStatus
 PENDING = RequestStatus.PENDING
 
 if TYPE_CHECKING:
-    from bot.policies.ladder import Audience
+    from bot.policies.escalation import Audience
     from bot.policies.tally import Tally
 
 log = logging.getLogger("bot.human_input")

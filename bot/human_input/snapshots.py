@@ -74,7 +74,7 @@ def undeliverable_message(reason: str) -> str:
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from bot.policies.ladder import Audience
+    from bot.policies.escalation import Audience
     from bot.policies.tally import Tally
 
 V = TypeVar("V", bound="DataclassInstance")
@@ -140,7 +140,7 @@ class RequestUpdate:
     # request's own, and a copy that cannot be posted never makes the request undeliverable.
     copy: bool = False
     # Who may answer an open request under its policy rule and how far its escalation went
-    # (bot/policies/ladder.py); `audience.fired` on the update announcing a step just fired.
+    # (bot/policies/escalation.py); `audience.fired` on the update announcing a step just fired.
     audience: Audience | None = None
 
     @classmethod

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.policies.directory import Directory, GroupUnreadable
-from bot.policies.ladder import Audience, Fired, approvers_after, audience
+from bot.policies.escalation import Audience, Fired, approvers_after, audience
 from bot.policies.policy_file import Rule
 from bot.policies.principals import Principal
 from bot.policies.rules import Policy

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.commands import open_requests_of
-from bot.commands.lines import decision_lines
+from bot.commands.answers import decision_lines
 from bot.records import RequestRecord, RequestStore
 from bot.reports.decision_times import WINDOW, decision_times, figures_line
 from bot.requests.access import AnswerPolicy

@@ -37,7 +37,7 @@ from bot.policies.tally import MemoryVotes, Tally, VoteBox, arguments_digest, ne
 from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError, Vote
 from bot.requests import wording
 from bot.requests.access import AnswerPolicy
-from bot.requests.catalog import kind_of
+from bot.requests.kind_of import kind_of
 from bot.requests.kinds import DECLINE, Control, Verb
 from bot.requests.stored_requests import settled_record
 from bot.words.phrases import Phrase

@@ -13,7 +13,7 @@ from datetime import datetime
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools.tool import HumanTool
 from bot.requests.arguments import answer_of
-from bot.requests.catalog import kind_of
+from bot.requests.kind_of import kind_of
 from bot.requests.kinds import DECLINE, Control, Fact, Kind
 from bot.requests.wording import admin_cancelled, status_line
 from bot.words.phrases import Phrase, joined

@@ -81,8 +81,8 @@ def create_engine(
         return engine
     # No pre-ping (a round trip per checkout): a connection the server closed while idle
     # fails before sending anything, and the store replaces it and runs the call once more
-    # (bot/store/lanes.py; tests/bot/store/test_dead_connections.py). The PostgreSQL lane
-    # holds LANE_CONNECTIONS (2) of these connections.
+    # (bot/store/executor.py; tests/bot/store/test_dead_connections.py). PostgreSQL's held
+    # connections holds LANE_CONNECTIONS (2) of these connections.
     return create_async_engine(
         target, connect_args=args, pool_size=14, max_overflow=10, pool_recycle=1800
     )

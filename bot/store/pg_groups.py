@@ -1,7 +1,7 @@
 """PostgreSQL's group commit: calls of one kind that queue up share one statement.
 
 A create or a settle is one statement in autocommit (bot/store/request_rows.py). When all of
-the lane's connections are busy, the calls that arrive queue for one; the first of them to get
+the held connections are busy, the calls that arrive queue for one; the first of them to get
 it takes every call of its kind waiting then (up to `limit`, one per request) and sends them
 as one statement whose values are arrays, column by column (`unnest`): one round trip and one
 commit for all of them. A lone call never waits for company: with a connection free it goes

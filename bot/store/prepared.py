@@ -116,7 +116,7 @@ def prepared(statement: Executable, dialect: Dialect) -> Prepared:
 
 class Bound(dict[str, Any]):
     """A call's values with their driver parameters for some statements worked out already,
-    in the caller's thread: SQLite's lane thread (which every call waits for) then only runs
+    in the caller's thread: SQLite's executor thread (which every call waits for) then only runs
     them. (The conversions, JSON and datetime text, were a quarter of its time.)"""
 
     def __init__(

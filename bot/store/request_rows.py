@@ -6,8 +6,8 @@ audit rows (request.created, then request.<status>): written in the same transac
 change they record, so there is no second table repeating them.
 
 Each write is one transaction. On SQLite it is a body of a few statements run in the store's
-lane (bot/store/sqlite_lane.py) on the raw connection (bot/store/prepared.py). On PostgreSQL it
-is one statement, its steps data-modifying CTEs (`CREATE_ONE`, `SETTLE_ONE`): one round trip,
+executor (bot/store/sqlite_executor.py) on the raw connection (bot/store/prepared.py). On PostgreSQL
+it is one statement, its steps data-modifying CTEs (`CREATE_ONE`, `SETTLE_ONE`): one round trip,
 in autocommit, and as atomic as the body.
 """
 

@@ -5,7 +5,7 @@ row is written in the same transaction only when it won, so exactly one settle o
 ever leaves a trace, whichever process or task raced for it. The SQL lives beside its tables
 (request_rows.py, holds.py, run_rows.py, journal.py, ...); this module runs it.
 
-How it runs (bench/store_throughput.py has the figures): bot/store/lanes.py. The hottest calls
+How it runs (bench/store_throughput.py has the figures): bot/store/executor.py. The hottest calls
 (create, settle, propose, get) run statements compiled once on the raw driver connection
 (bot/store/prepared.py): on PostgreSQL one statement each, their steps data-modifying CTEs.
 """
@@ -45,7 +45,7 @@ from bot.store import (
     run_rows,
 )
 from bot.store.engine import create_engine
-from bot.store.lanes import Lanes
+from bot.store.executor import Executor
 from bot.store.migrate import head_revision
 from bot.store.pg_groups import Group
 from bot.store.prepared import fetch
@@ -63,8 +63,8 @@ class SqlStore:
 
     def __init__(self, engine: AsyncEngine, connect_args: Mapping[str, Any] | None = None) -> None:
         self._engine = engine
-        self._lanes = Lanes(engine, connect_args)
-        self._pg = self._lanes.postgres
+        self._executor = Executor(engine, connect_args)
+        self._pg = self._executor.postgres
         if self._pg:
             rows = request_rows
             self._creates = Group(rows.CREATE_ONE, rows.CREATE_MANY, "id", rows.CREATE_ARRAYS)
@@ -98,9 +98,9 @@ class SqlStore:
         return self._engine
 
     def watch(self, seen: Callable[[str], None]) -> Callable[[], None]:
-        """Call `seen` with the SQL of every statement this store sends from now on (Lanes.watch);
-        returns what stops it."""
-        return self._lanes.watch(seen)
+        """Call `seen` with the SQL of every statement this store sends from now on
+        (Executor.watch); returns what stops it."""
+        return self._executor.watch(seen)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -109,10 +109,10 @@ class SqlStore:
         worker deciding its settles (bot/human_input/holding.py), if any."""
         values = request_rows.created_values(record, holder, self.audit_redact)
         if self._pg:
-            await self._lanes.grouped(self._creates, values)
+            await self._executor.grouped(self._creates, values)
         else:
-            await self._lanes.write(
-                request_rows.create, self._lanes.bound(values, request_rows.CREATED)
+            await self._executor.write(
+                request_rows.create, self._executor.bound(values, request_rows.CREATED)
             )
 
     async def settle(self, settlement: Settlement) -> bool:
@@ -122,55 +122,58 @@ class SqlStore:
             raise ValueError("a settle must leave 'pending'")
         values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
         if self._pg:
-            return bool(await self._lanes.grouped(self._settles, values))
-        return await self._lanes.write(
-            request_rows.settle, self._lanes.bound(values, request_rows.SETTLED)
+            return bool(await self._executor.grouped(self._settles, values))
+        return await self._executor.write(
+            request_rows.settle, self._executor.bound(values, request_rows.SETTLED)
         )
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         key = {"request_id": request_id}
         if self._pg:
-            rows = await self._lanes.one(request_rows.GET_REQUEST, key)
+            rows = await self._executor.one(request_rows.GET_REQUEST, key)
         else:
-            rows = await self._lanes.read(fetch, request_rows.GET_REQUEST, key)
+            rows = await self._executor.read(fetch, request_rows.GET_REQUEST, key)
         return record_of(rows[0]) if rows else None
 
     async def list_pending(self) -> list[RequestRecord]:
         """Pending requests, oldest first."""
         return [
-            record_of(row) for row in await self._lanes.read(every, request_rows.LIST_PENDING, {})
+            record_of(row)
+            for row in await self._executor.read(every, request_rows.LIST_PENDING, {})
         ]
 
     async def decided_since(self, since: datetime, limit: int = 500) -> list[RequestRecord]:
-        rows = await self._lanes.read(every, request_rows.DECIDED, {"since": since, "limit": limit})
+        rows = await self._executor.read(
+            every, request_rows.DECIDED, {"since": since, "limit": limit}
+        )
         return [record_of(row) for row in rows]
 
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
         """Pending requests whose `expires_at` is at or before `now`, earliest first."""
-        rows = await self._lanes.read(every, request_rows.DUE, {"now": now, "limit": limit})
+        rows = await self._executor.read(every, request_rows.DUE, {"now": now, "limit": limit})
         return [record_of(row) for row in rows]
 
     async def next_deadline(self) -> datetime | None:
         """The earliest `expires_at` among pending requests: the first entry of an index range."""
-        row = await self._lanes.read(first, request_rows.NEXT_DEADLINE, {})
+        row = await self._executor.read(first, request_rows.NEXT_DEADLINE, {})
         return None if row is None else cast(datetime, row.expires_at)
 
     async def set_message_ref(self, request_id: str, surface: str, ref: dict[str, Any]) -> None:
         """Record where `surface` posted the request; raises KeyError for an unknown request."""
         values = request_rows.message_ref_values(request_id, surface, ref)
         if not self._pg:
-            await self._lanes.write(request_rows.set_message_ref, values)
-        elif not await self._lanes.one(request_rows.SET_MESSAGE_REF_ONE, values):
+            await self._executor.write(request_rows.set_message_ref, values)
+        elif not await self._executor.one(request_rows.SET_MESSAGE_REF_ONE, values):
             raise KeyError(request_id)
 
     async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
-        row = await self._lanes.read(
+        row = await self._executor.read(
             first, request_rows.FOR_TOOL_CALL, {"tool_call_id": tool_call_id}
         )
         return None if row is None else record_of(row)
 
     async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
-        rows = await self._lanes.read(every, request_rows.PENDING_IN_ROOM, {"room_id": room_id})
+        rows = await self._executor.read(every, request_rows.PENDING_IN_ROOM, {"room_id": room_id})
         return [record_of(row) for row in rows]
 
     # -- holds and proposals (bot/human_input/holding.py) ------------------------------------
@@ -181,41 +184,43 @@ class SqlStore:
             raise ValueError("a proposal needs an id")
         values = request_rows.settle_values(settlement, datetime.now(UTC), self.audit_redact)
         if not self._pg:
-            return await self._lanes.write(holds.propose, self._lanes.bound(values, holds.PROPOSED))
-        rows = await self._lanes.one(holds.PROPOSE_ONE, values)
+            return await self._executor.write(
+                holds.propose, self._executor.bound(values, holds.PROPOSED)
+            )
+        rows = await self._executor.one(holds.PROPOSE_ONE, values)
         if not rows:  # neither settled nor handed over: it was settled already
             return False
         return True if rows[0]["won"] else None
 
     async def decision(self, settlement: Settlement) -> Decision:
         if not self._pg:
-            return await self._lanes.write(holds.decision, settlement, datetime.now(UTC))
+            return await self._executor.write(holds.decision, settlement, datetime.now(UTC))
         values = {"request_id": settlement.request_id, "proposal": settlement.proposal}
-        rows = await self._lanes.one(holds.DECISION_ONE, {**values, "now": datetime.now(UTC)})
+        rows = await self._executor.one(holds.DECISION_ONE, {**values, "now": datetime.now(UTC)})
         return holds.decided(rows[0] if rows else None, settlement.proposal)
 
     async def proposals(self, request_id: str) -> list[Settlement] | None:
         if not self._pg:
-            return await self._lanes.read(holds.waiting_proposals, request_id)
-        rows = await self._lanes.one(holds.STATUS_AND_PROPOSALS, {"request_id": request_id})
+            return await self._executor.read(holds.waiting_proposals, request_id)
+        rows = await self._executor.one(holds.STATUS_AND_PROPOSALS, {"request_id": request_id})
         return holds.proposals_of(rows)
 
     async def hold(self, request_id: str, worker: str) -> bool:
-        return await self._lanes.write_alone(holds.hold, request_id, worker, datetime.now(UTC))
+        return await self._executor.write_alone(holds.hold, request_id, worker, datetime.now(UTC))
 
     async def unhold(self, request_id: str, worker: str) -> None:
-        await self._lanes.write_alone(
+        await self._executor.write_alone(
             execute, holds.UNHOLD, {"request_id": request_id, "worker": worker}
         )
 
     async def beat(self, worker: str, alive_until: datetime) -> list[str]:
         """Refresh `worker`'s heartbeat; its held pending requests with proposals waiting."""
-        self._lanes.check_open()
+        self._executor.check_open()
         self._beats += 1
         prune = None
         if self._beats % holds.PRUNE_EVERY == 0:
             prune = datetime.now(UTC) - holds.HOLDER_RETENTION
-        return await self._lanes.write_alone(
+        return await self._executor.write_alone(
             holds.beat, self._heartbeat, worker, alive_until, prune
         )
 
@@ -224,7 +229,7 @@ class SqlStore:
     async def append_audit(self, entry: AuditEntry) -> None:
         """Append one audit line; the database assigns its id (`entry.id` is ignored)."""
         values = journal.audit_values(entry, self.audit_redact)
-        await self._lanes.write_alone(execute, journal.INSERT_AUDIT, values)
+        await self._executor.write_alone(execute, journal.INSERT_AUDIT, values)
 
     async def list_audit(
         self, *, request_id: str | None = None, actor_id: str | None = None,
@@ -232,7 +237,7 @@ class SqlStore:
     ) -> list[AuditEntry]:  # fmt: skip
         """The latest `limit` audit lines that match (journal.AuditSearch), newest first."""
         where = journal.AuditSearch(request_id, actor_id, tool, since)
-        rows = await self._lanes.read(every, journal.list_audit_query(where, limit), {})
+        rows = await self._executor.read(every, journal.list_audit_query(where, limit), {})
         return [journal.audit_entry(row) for row in rows]
 
     async def save_transcript(
@@ -245,31 +250,31 @@ class SqlStore:
             "messages": messages,
             "updated_at": datetime.now(UTC),
         }
-        if self._pg:  # on the lane: it is on the way from an answer to the model
-            await self._lanes.one(self._save_transcript, values)
+        if self._pg:  # on the held connections: it is on the way from an answer to the model
+            await self._executor.one(self._save_transcript, values)
         else:
-            await self._lanes.write_alone(execute, self._save_transcript, values)
+            await self._executor.write_alone(execute, self._save_transcript, values)
 
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]:
         """The saved transcript of one room, or [] if none was saved."""
         key = {"room_id": room_id, "channel_id": channel_id}
         if self._pg:
-            rows = await self._lanes.one(journal.LOAD_TRANSCRIPT, key)
+            rows = await self._executor.one(journal.LOAD_TRANSCRIPT, key)
         else:
-            rows = await self._lanes.read(fetch, journal.LOAD_TRANSCRIPT, key)
+            rows = await self._executor.read(fetch, journal.LOAD_TRANSCRIPT, key)
         return cast(list[dict[str, Any]], rows[0]["messages"]) if rows else []
 
     async def probe_write(self, by: str | None = None) -> None:
         """Rewrite the one `health` row in a writing transaction: returns if the database takes
         writes right now, raises (StoreUnavailableError, typically) if not. Cheap enough for a
         readiness check every second."""
-        await self._lanes.write_alone(journal.touch_health, datetime.now(UTC), by)
+        await self._executor.write_alone(journal.touch_health, datetime.now(UTC), by)
 
     async def claim_once(self, key: str) -> bool:
         """True for the first caller of `key` across every worker sharing this database."""
         self._claims += 1
         prune = self._claims % journal.CLAIM_PRUNE_EVERY == 0
-        return await self._lanes.write_alone(
+        return await self._executor.write_alone(
             journal.claim, self._claim, key, datetime.now(UTC), prune
         )
 
@@ -285,69 +290,73 @@ class SqlStore:
         now = datetime.now(UTC)
         rows = list(interactions)
         if not self._pg:
-            return await self._lanes.write_alone(
+            return await self._executor.write_alone(
                 inbox_rows.receive, self._receive, surface, rows, now
             )
         arrived = inbox_rows.arrivals(surface, rows, now)
         arrays = {f"{key}s": [row[key] for row in arrived] for key in inbox_rows.INBOX_KEYS}
-        new = await self._lanes.one(inbox_rows.RECEIVE_MANY, arrays)
+        new = await self._executor.one(inbox_rows.RECEIVE_MANY, arrays)
         return inbox_rows.firsts(rows, {row["key"] for row in new})
 
     async def mark_applied(self, keys: Sequence[str]) -> list[str]:
         """Mark `keys` applied; returns those this call marked (the claim of a left-over row)."""
         if not keys:
             return []
-        return await self._lanes.write_alone(inbox_rows.mark_applied, list(keys), datetime.now(UTC))
+        return await self._executor.write_alone(
+            inbox_rows.mark_applied, list(keys), datetime.now(UTC)
+        )
 
     async def unapplied(
         self, surface: str, received_before: datetime, limit: int = 100
     ) -> list[InboxEntry]:
-        return await self._lanes.read(inbox_rows.unapplied, surface, received_before, limit)
+        return await self._executor.read(inbox_rows.unapplied, surface, received_before, limit)
 
     async def prune_inbox(self, applied_before: datetime) -> int:
-        return await self._lanes.write_alone(count, inbox_rows.PRUNE, {"before": applied_before})
+        return await self._executor.write_alone(count, inbox_rows.PRUNE, {"before": applied_before})
 
     # -- approval gates and grants (bot/gates/gate.py, grants.py) ----------------------------
 
     async def claim_gate_run(self, run: GateRun) -> GateRun | None:
         """Claim `run` (the first insert of its key wins): None if this call claimed it, else
         the run as claimed before (and maybe finished)."""
-        return await self._lanes.write(gate_rows.claim_run, self._claim_run, run)
+        return await self._executor.write(gate_rows.claim_run, self._claim_run, run)
 
     async def gate_run(self, key: str) -> GateRun | None:
-        return await self._lanes.read(gate_rows.get_run, key)
+        return await self._executor.read(gate_rows.get_run, key)
 
     async def renew_gate_run(self, key: str, worker: str, lease_until: datetime) -> None:
         values = {"b_key": key, "b_worker": worker, "b_until": lease_until}
-        await self._lanes.write_alone(execute, gate_rows.RENEW_RUN, values)
+        await self._executor.write_alone(execute, gate_rows.RENEW_RUN, values)
 
     async def finish_gate_run(self, run: GateRun, *, actor_id: str | None = None) -> bool:
         """Record a finished run, the outcome line on its request and its audit line, at once;
         False if it was not `run.worker`'s unfinished claim (nothing is written)."""
-        return await self._lanes.write(gate_rows.finish_run, run, actor_id)
+        return await self._executor.write(gate_rows.finish_run, run, actor_id)
 
     async def add_grant(self, grant: Grant) -> Grant:
         """Insert `grant` with its audit line (the one its approval made, if there is one)."""
-        return await self._lanes.write(
+        return await self._executor.write(
             gate_rows.add_grant, self._add_grant, grant, self.audit_redact
         )
 
     async def live_grants(
         self, room_id: str, actor_id: str | None, tool_name: str, now: datetime
     ) -> list[Grant]:
-        return await self._lanes.read(gate_rows.live_grants, room_id, actor_id, tool_name, now)
+        return await self._executor.read(gate_rows.live_grants, room_id, actor_id, tool_name, now)
 
     async def list_grants(
         self, *, room_prefix: str | None = None, live_at: datetime | None = None, limit: int = 100
     ) -> list[Grant]:
-        return await self._lanes.read(gate_rows.list_grants, room_prefix, live_at, limit)
+        return await self._executor.read(gate_rows.list_grants, room_prefix, live_at, limit)
 
     async def get_grant(self, grant_id: str) -> Grant | None:
-        return await self._lanes.read(gate_rows.get_grant, grant_id)
+        return await self._executor.read(gate_rows.get_grant, grant_id)
 
     async def revoke_grant(self, grant_id: str, by: str | None, at: datetime) -> Grant | None:
         """Revoke a live grant, with its audit line; None if no live grant has that id."""
-        return await self._lanes.write(gate_rows.revoke_grant, grant_id, by, at, self.audit_redact)
+        return await self._executor.write(
+            gate_rows.revoke_grant, grant_id, by, at, self.audit_redact
+        )
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -364,20 +373,20 @@ class SqlStore:
             "active": True,
             "updated_at": datetime.now(UTC),
         }
-        return await self._lanes.write_alone(run_rows.take_run, self._new_run, run)
+        return await self._executor.write_alone(run_rows.take_run, self._new_run, run)
 
     async def renew_runs(self, owner: str, lease_until: datetime) -> int:
         values = {"b_owner": owner, "b_lease": lease_until}
-        return await self._lanes.write_alone(count, run_rows.RENEW_RUNS, values)
+        return await self._executor.write_alone(count, run_rows.RENEW_RUNS, values)
 
     async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
         values = {"b_room": room_id, "b_channel": channel_id, "b_owner": owner}
-        await self._lanes.write_alone(
+        await self._executor.write_alone(
             execute, run_rows.FINISH_RUN, {**values, "b_now": datetime.now(UTC)}
         )
 
     async def release_runs(self, owner: str, now: datetime) -> int:
-        return await self._lanes.write_alone(
+        return await self._executor.write_alone(
             count, run_rows.RELEASE_RUNS, {"b_owner": owner, "b_now": now}
         )
 
@@ -386,10 +395,12 @@ class SqlStore:
     ) -> bool:
         values = {"b_room": room_id, "b_channel": channel_id, "b_owner": owner,
                   "b_lease": lease_until, "b_now": datetime.now(UTC)}  # fmt: skip
-        return bool(await self._lanes.write_alone(count, run_rows.SEIZE_RUN, values))
+        return bool(await self._executor.write_alone(count, run_rows.SEIZE_RUN, values))
 
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
-        rows = await self._lanes.read(every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit})
+        rows = await self._executor.read(
+            every, run_rows.ORPHANED_RUNS, {"now": now, "limit": limit}
+        )
         return [run_rows.run_of(row) for row in rows]
 
     # -- the audit chain and its pages (bot.audit.chain.ChainStore, bot.audit.export.AuditPages)
@@ -451,7 +462,7 @@ class SqlStore:
 
     async def close(self) -> None:
         """Let calls in flight finish (their callers may be gone), then close the pool."""
-        await self._lanes.close()
+        await self._executor.close()
         await self._engine.dispose()
 
     # The stores beside this one (bot/store/doors.py, webhooks.py) run their *_rows SQL here.
@@ -459,12 +470,12 @@ class SqlStore:
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `body` in one writing transaction: committed if it returns, rolled back if not."""
-        return await self._lanes.write(body, *args, **kwargs)
+        return await self._executor.write(body, *args, **kwargs)
 
     async def read(
         self, body: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        return await self._lanes.read(body, *args, **kwargs)
+        return await self._executor.read(body, *args, **kwargs)
 
 
 async def _nothing_to_stop() -> None:

@@ -18,7 +18,7 @@ from adapters.slack.messages import render_message
 from adapters.teams.cards import Drawing, render_card
 from bot import BUILTIN_TOOLS, RenderState, RequestUpdate
 from bot.policies import Escalation, Match, Rule, parse_principal
-from bot.policies.ladder import audience
+from bot.policies.escalation import audience
 from bot.policies.tally import Tally
 from bot.requests.view import RequestView, build_view
 from bot.words.phrases import Phrase, PlainFormatter

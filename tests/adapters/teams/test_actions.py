@@ -21,7 +21,7 @@ from adapters.teams.inputs import Filled, Space, form_elements
 from bot.human_input import RenderState, RequestUpdate
 from bot.human_tools.forms import FieldKind, Form, FormField, numbered_options, read_form
 from bot.human_tools.tool import BUILTIN_TOOLS
-from bot.requests.catalog import kind_of
+from bot.requests.kind_of import kind_of
 from bot.requests.kinds import DECLINE, Verb
 from tests.adapters.teams.card_rules import inputs
 

@@ -12,7 +12,7 @@ from bot.errors import AnswerInvalidError
 from bot.gates.approvals import check_answer, duration, edit_changes, edit_errors, request_arguments
 from bot.human_tools.forms import read_form
 from bot.requests.asked_kinds import GATE, gate_edit_form
-from bot.requests.catalog import kind_of
+from bot.requests.kind_of import kind_of
 from bot.requests.kinds import Verb
 from bot.words.tool_names import GATE_TOOL
 

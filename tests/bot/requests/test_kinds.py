@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from bot.human_tools.forms import read_form
 from bot.human_tools.tool import BUILTIN_TOOLS, HumanTool
-from bot.requests.catalog import kind_of
+from bot.requests.kind_of import kind_of
 from bot.requests.kinds import OPTION_SHOWN, Verb
 
 

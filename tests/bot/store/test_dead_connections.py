@@ -1,6 +1,6 @@
 """No pre-ping (issue 14): on PostgreSQL a connection the server closed while it sat idle is
 found by the error it raises before sending, replaced, and the call run once more, on every
-way a call reaches the database (bot/store/lanes.py): the held lane connections and the pool.
+way a call reaches the database (bot/store/executor.py): the held connections and the engine's pool.
 
 The server closes them here as it does on a restart or an idle timeout: every backend of the
 store's connections is terminated (`pg_terminate_backend`) while the store is idle."""
@@ -77,8 +77,8 @@ def record(request_id: str) -> RequestRecord:
 
 
 async def every_kind_of_call(store: SqlStore, request_id: str) -> None:
-    """A call of each way to the database: the lane (a grouped create and settle, a fetch),
-    a pooled read in autocommit, a pooled one-statement write, a pooled transaction."""
+    """A call of each way to the database: the held connections (a grouped create and settle, a
+    fetch), a pooled read in autocommit, a pooled one-statement write, a pooled transaction."""
     await store.create_request(record(request_id))
     assert (await store.get_request(request_id)) is not None
     assert [r.id for r in await store.list_pending() if r.id == request_id] == [request_id]
@@ -92,7 +92,7 @@ async def every_kind_of_call(store: SqlStore, request_id: str) -> None:
 async def test_connections_the_server_closed_while_idle_are_replaced(tagged: Tagged) -> None:
     store = tagged.store
     await every_kind_of_call(store, "r-before")
-    assert await terminate_backends(tagged.url, tagged.name) >= 2  # the lane's and the pool's
+    assert await terminate_backends(tagged.url, tagged.name) >= 2  # the held ones' and the pool's
     await asyncio.sleep(0.05)  # the event loop reads each connection's end, as it would idle
 
     await every_kind_of_call(store, "r-after")  # no error: each call found a fresh connection

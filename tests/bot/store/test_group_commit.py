@@ -1,4 +1,4 @@
-"""Group commit: concurrent writes share a transaction (SQLite's lane) or a statement
+"""Group commit: concurrent writes share a transaction (SQLite's executor) or a statement
 (PostgreSQL's grouped creates and settles), and every guarantee holds as for one alone: each
 caller hears its own outcome, one settle per request wins, a failing call fails alone."""
 
@@ -53,7 +53,7 @@ async def test_concurrent_creates_and_settles_are_each_recorded_once(
         actions = [entry.action for entry in await store.list_audit(request_id=request_id)]
         assert actions == ["request.resolved", "request.created"]
     if database.dialect == "postgres":
-        assert shared(writes) > 0  # 40 at once queue for the lane's connections, and share
+        assert shared(writes) > 0  # 40 at once queue for the executor's connections, and share
     else:
         begins = [sql for sql in writes if sql.startswith("BEGIN")]
         assert len(begins) < 80  # fewer transactions than calls
@@ -117,7 +117,7 @@ async def test_calls_after_close_are_refused(database: Database) -> None:
 async def test_writes_under_way_at_close_are_all_written(database: Database) -> None:
     store = await open_store(database.url, schema=database.schema)
     writes = [asyncio.create_task(store.create_request(record(f"r{n}"))) for n in range(20)]
-    await asyncio.sleep(0)  # under way: queued in the lane, or sent
+    await asyncio.sleep(0)  # under way: queued in the executor, or sent
     await store.close()
     await asyncio.gather(*writes)
     reopened = await open_store(database.url, schema=database.schema)

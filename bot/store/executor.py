@@ -1,9 +1,9 @@
-"""`Lanes`: how a store call reaches the database, on SQLite or on PostgreSQL.
+"""`Executor`: how a store call reaches the database, on SQLite or on PostgreSQL.
 
-- SQLite: every call is a body run in the store's lane, one thread owning one connection
-  (bot/store/sqlite_lane.py); calls that queue up while it is busy share a transaction (group
+- SQLite: every call is a body run in the store's executor, one thread owning one connection
+  (bot/store/sqlite_executor.py); calls that queue up while it is busy share a transaction (group
   commit).
-- PostgreSQL: one-statement calls run on connections the store holds (bot/store/pg_lane.py),
+- PostgreSQL: one-statement calls run on connections the store holds (bot/store/pg_connections.py),
   in autocommit, sharing a statement with calls of their kind that queue up
   (bot/store/pg_groups.py). Other writes are SQLAlchemy transactions; reads and one-statement
   writes run in autocommit (no BEGIN and COMMIT or ROLLBACK round trip around a lone
@@ -28,10 +28,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.records import StoreClosedError, StoreUnavailableError
 from bot.store.engine import WRITE_OPTION, create_sqlite_thread_engine
 from bot.store.outages import closed_before_sending, first_line, unavailable
+from bot.store.pg_connections import PostgresConnections
 from bot.store.pg_groups import Group
-from bot.store.pg_lane import PostgresLane
 from bot.store.prepared import Bound
-from bot.store.sqlite_lane import SqliteLane
+from bot.store.sqlite_executor import SqliteExecutor
 
 # PostgreSQL: connections the store holds for its one-statement calls. Two, so that under load
 # creates and settles queue for them and share statements (bot/store/pg_groups.py): with four
@@ -42,7 +42,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class Lanes:
+class Executor:
     """The ways calls of one store reach its database (the engine stays the store's)."""
 
     def __init__(self, engine: AsyncEngine, connect_args: Mapping[str, Any] | None) -> None:
@@ -50,12 +50,12 @@ class Lanes:
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         # A lone statement needs no transaction around it (each statement has its snapshot).
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._sqlite: SqliteLane | None = None
-        self._pg: PostgresLane | None = None
+        self._sqlite: SqliteExecutor | None = None
+        self._pg: PostgresConnections | None = None
         if engine.dialect.name == "sqlite":
-            self._sqlite = SqliteLane(create_sqlite_thread_engine(engine.url, connect_args))
+            self._sqlite = SqliteExecutor(create_sqlite_thread_engine(engine.url, connect_args))
         else:
-            self._pg = PostgresLane(engine, LANE_CONNECTIONS)
+            self._pg = PostgresConnections(engine, LANE_CONNECTIONS)
         self._closed = False
         self._in_flight: set[asyncio.Task[Any]] = set()
 
@@ -98,7 +98,7 @@ class Lanes:
 
     def bound(self, values: dict[str, Any], statements: Sequence[Executable]) -> Bound:
         """SQLite: `values` with the driver's parameters of `statements` worked out here, in
-        the caller's thread, rather than in the lane's (bot/store/prepared.Bound)."""
+        the caller's thread, rather than in the executor's (bot/store/prepared.Bound)."""
         assert self._sqlite is not None
         return Bound(values, self._sqlite.dialect, statements)
 
@@ -123,12 +123,12 @@ class Lanes:
             seen(sql)
             seen("COMMIT")
 
-        unwatch_lane = self._pg.watch(autocommitted)
+        unwatch_held = self._pg.watch(autocommitted)
 
         def unwatch() -> None:
             for name, listener in listeners.items():
                 event.remove(engine, name, listener)
-            unwatch_lane()
+            unwatch_held()
 
         return unwatch
 
@@ -150,14 +150,14 @@ class Lanes:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> T:
-        """SQLite: `body` in the lane, as a writer or not. PostgreSQL: on `engine`, in a
+        """SQLite: `body` in the executor, as a writer or not. PostgreSQL: on `engine`, in a
         transaction if it is the writing one, else in autocommit."""
         if self._sqlite is not None:
-            return await self._in_sqlite_lane(writer, body, *args, **kwargs)
+            return await self._in_sqlite_thread(writer, body, *args, **kwargs)
         in_transaction = engine is self._writer
         return await self._uncancellable(self._retried(engine, in_transaction, body, args, kwargs))
 
-    async def _in_sqlite_lane(
+    async def _in_sqlite_thread(
         self, writer: bool, body: Callable[..., T], *args: Any, **kwargs: Any
     ) -> T:
         assert self._sqlite is not None

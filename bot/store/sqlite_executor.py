@@ -1,4 +1,4 @@
-"""SQLite's lane: one thread runs every call of the store, and calls that queue up while it is
+"""SQLite's executor: one thread runs every call of the store, and calls that queue up while it is
 busy share one transaction (group commit).
 
 SQLite takes one writer at a time, so a store's writers queue anyway; here they queue in front
@@ -46,7 +46,7 @@ class _Call:
     value: Any = field(default=None)
 
 
-class SqliteLane:
+class SqliteExecutor:
     """Runs `body(connection, *args)` calls on one thread, batching those that queue up."""
 
     def __init__(self, engine: Engine) -> None:
@@ -60,7 +60,7 @@ class SqliteLane:
 
     @property
     def dialect(self) -> Dialect:
-        """The dialect of the lane's connection (the one its statements are compiled for)."""
+        """The dialect of the executor's connection (the one its statements are compiled for)."""
         return self._engine.dialect
 
     def run(self, writer: bool, body: Body, *args: Any) -> asyncio.Future[Any]:
@@ -71,7 +71,7 @@ class SqliteLane:
         return future
 
     def watch(self, seen: Callable[[str], None]) -> Callable[[], None]:
-        """`seen(sql)` for every statement the lane's connection runs (in the lane's thread)."""
+        """`seen(sql)` for every statement the connection runs (in the executor's thread)."""
         self._watchers += (seen,)
 
         def unwatch() -> None:
@@ -84,7 +84,8 @@ class SqliteLane:
         self._calls.put(None)
         await asyncio.to_thread(self._thread.join)
 
-    # -- the lane's thread ----------------------------------------------------------------------
+    # -- the executor's thread
+    # ----------------------------------------------------------------------
 
     def _serve(self) -> None:
         try:
@@ -141,7 +142,7 @@ class SqliteLane:
         return True
 
     def _connection(self) -> Connection:
-        """The lane's connection, kept between batches (a checkout per batch costs more than
+        """The executor's connection, kept between batches (a checkout per batch costs more than
         a short transaction); traced while someone watches."""
         if self._conn is None:
             self._conn = self._engine.connect()

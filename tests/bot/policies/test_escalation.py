@@ -1,4 +1,4 @@
-"""bot/policies/ladder.py: who may answer once steps fired, when the next is due (never at or
+"""bot/policies/escalation.py: who may answer once steps fired, when the next is due (never at or
 after the deadline), and the words of the status line and of a step's one extra message."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.policies import Escalation, Match, Rule, parse_principal
-from bot.policies.ladder import approvers_after, audience, fired_step, step_at
+from bot.policies.escalation import approvers_after, audience, fired_step, step_at
 from bot.words.phrases import duration
 
 BOB = "U0BOB00001"

@@ -1,4 +1,4 @@
-"""A rule's escalation ladder, read for one request: who may answer it once
+"""A rule's escalation steps, read for one request: who may answer it once
 some of its steps have fired, when its next step is due, and what its message says.
 
 ```yaml

@@ -1,4 +1,5 @@
-"""PostgreSQL's lane: a few asyncpg connections the store keeps for its one-statement calls.
+"""PostgreSQL's held connections: a few asyncpg connections the store keeps for its one-statement
+calls.
 
 A call here is one statement in autocommit (its own transaction, one round trip; the store's
 multi-step writes are single statements with data-modifying CTEs, bot/store/request_rows.py),
@@ -34,7 +35,7 @@ class _Held:
     driver: asyncpg.Connection
 
 
-class PostgresLane:
+class PostgresConnections:
     """Runs single statements on up to `size` held asyncpg connections."""
 
     def __init__(self, engine: AsyncEngine, size: int = 4) -> None:
