@@ -65,7 +65,7 @@ def open_doors(
                   default_timeout=settings.door_timeout_seconds,
                   polls_per_token=settings.long_polls_per_token,
                   polls_per_worker=settings.long_polls_per_worker)  # fmt: skip
-    bridge.on_heard(doors.heard)
+    bridge.on_settled_elsewhere(doors.wake_polls)
     allow_private = settings.webhook_allow_private
 
     async def secret_for(requester: str) -> str | None:

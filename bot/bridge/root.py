@@ -50,7 +50,7 @@ class Bridge:
         self.hooks = HookRegistry(hook_budget)
         self.channels: dict[str, AIChannel] = {}
         self.handlers: list[HumanInputHandler] = []
-        self._heard_listeners: list[Callable[[str], None]] = []
+        self._elsewhere_listeners: list[Callable[[str], None]] = []
         self._observers: list[Observer] = []
         self._scheduler: DeadlineScheduler | None = None
         self._surfaces: list[Surface] = []
@@ -256,22 +256,22 @@ class Bridge:
         for handler in self.handlers:
             handler.on_deadline_armed = self._scheduler.poke
         await self._scheduler.start()
-        self._stop_listening = await self.store.listen_settled(self._heard)
+        self._stop_listening = await self.store.listen_settled(self._settled_elsewhere)
         assert self.runs is not None  # a store brings runs
         self.runs.start()
         self._adopter = asyncio.create_task(self._adopt_forever(self.runs))
 
-    def _heard(self, request_id: str) -> None:
+    def _settled_elsewhere(self, request_id: str) -> None:
         """Another worker settled a request: wake the waiter if it is one of ours."""
         for handler in self.handlers:
             self._spawn(handler.follow(request_id))
-        for listener in self._heard_listeners:
+        for listener in self._elsewhere_listeners:
             listener(request_id)
 
-    def on_heard(self, listener: Callable[[str], None]) -> None:
+    def on_settled_elsewhere(self, listener: Callable[[str], None]) -> None:
         """Tell `listener` the id of each request another worker settles (PostgreSQL's
         NOTIFY): the doors wake their long polls with it."""
-        self._heard_listeners.append(listener)
+        self._elsewhere_listeners.append(listener)
 
     async def _adopt_forever(self, runs: RunLeases) -> None:
         # Twice per lease: a dead worker's run is taken over within 1.5 leases. Stopped by an

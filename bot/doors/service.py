@@ -265,15 +265,15 @@ class Doors:
         if update.channel_id != DOOR_CHANNEL or update.state in _OPEN:
             return
         self.handler.release(update.pending_id)
-        self.heard(update.pending_id)
+        self.wake_polls(update.pending_id)
         if self._settled_hooks:
-            self._spawn(self._tell(update.pending_id))
+            self._spawn(self._run_settled_hooks(update.pending_id))
 
-    def heard(self, request_id: str) -> None:
+    def wake_polls(self, request_id: str) -> None:
         """A request settled (here, or on another worker): wake who waits on it here."""
         self.polls.wake(request_id)
 
-    async def _tell(self, request_id: str) -> None:
+    async def _run_settled_hooks(self, request_id: str) -> None:
         found = await self.store.door(request_id)
         if found is None:
             return
