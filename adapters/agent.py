@@ -12,6 +12,8 @@ from adapters.settings import Settings
 from adapters.startup import tools_step
 from bot import AIChannel, AIProvider, AnthropicAIProvider, HumanInputToolHandler
 from bot.agent_file import AgentConfig, human_tool_names, load_agent_file
+from bot.human_input import HumanInputHandler, RequestRules
+from bot.human_input.rules import NO_RULES
 from bot.human_tools import BUILTIN_TOOLS
 from bot.redaction import redaction_keys
 from bot.scripted import ScriptedAIProvider
@@ -85,15 +87,20 @@ class Agent:
             await self.tools.close()
 
 
-async def open_agent(settings: Settings, config: AgentConfig | None) -> Agent:
+async def open_agent(
+    settings: Settings, config: AgentConfig | None, *, rules: RequestRules = NO_RULES
+) -> Agent:
     """The agent of `config` (None: the built-in one), its tools started: a source that
     cannot start is a StartupError naming it; an unknown name in `approval` is a
-    ConfigurationError at its line."""
+    ConfigurationError at its line. `rules`: the policy's for its requests."""
     timeout = settings.timeout_seconds
+    handler = HumanInputHandler(rules=rules)
     if config is None:
-        return Agent(SYSTEM_PROMPT, HumanInputToolHandler.builtin(timeout=timeout))
+        return Agent(SYSTEM_PROMPT, HumanInputToolHandler.builtin(timeout=timeout, handler=handler))
     human = HumanInputToolHandler(
-        timeout=timeout, tools=[BUILTIN_TOOLS[name] for name in human_tool_names(config)]
+        timeout=timeout,
+        handler=handler,
+        tools=[BUILTIN_TOOLS[name] for name in human_tool_names(config)],
     )
     elicitation = HumanElicitation(human.handler, timeout=timeout)
     tools = AgentTools.from_config(config, elicitation=elicitation)
