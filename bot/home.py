@@ -13,7 +13,8 @@ from bot.access import AnswerPolicy
 from bot.commands import open_requests_of
 from bot.commands.lines import decision_lines
 from bot.decision_times import WINDOW, decision_times, figures_line
-from bot.records import RequestRecord, RequestStore
+from bot.human_input import RequestRows
+from bot.records import RequestRecord
 from bot.requests.wording import Phrase
 
 DECISIONS_READ = 2000  # the latest decisions the figures are computed over (a week's, mostly)
@@ -31,7 +32,7 @@ class Home:
     admin: AdminHome | None  # for admins only
 
 
-async def home_of(store: RequestStore, policy: AnswerPolicy, user: str, now: datetime) -> Home:
+async def home_of(store: RequestRows, policy: AnswerPolicy, user: str, now: datetime) -> Home:
     mine = await open_requests_of(store, user)
     if not policy.is_admin(user):
         return Home(mine, None)

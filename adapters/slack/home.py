@@ -27,9 +27,8 @@ from adapters.slack.messages import render_message
 from adapters.slack.text import MODAL_BLOCKS, SECTION_TEXT, SLACK, truncate
 from bot.access import AnswerPolicy
 from bot.home import AdminHome, home_of
-from bot.human_input import RequestUpdate
+from bot.human_input import RequestRows, RequestUpdate
 from bot.human_tools import HumanTool
-from bot.records import RequestStore
 from bot.requests.router import Router
 
 log = logging.getLogger(__name__)
@@ -75,7 +74,7 @@ class HomeTab:
         self,
         *,
         client: AsyncWebClient,
-        store: RequestStore,
+        store: RequestRows,
         router: Router,
         tools: Mapping[str, HumanTool],
         later: Callable[[Coroutine[Any, Any, None]], None],

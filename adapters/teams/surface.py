@@ -28,7 +28,8 @@ from adapters.teams.text import PlainTextFormatter, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.addresses import Address, Addressee, UnknownAddressError
 from bot.directory import Directory
-from bot.records import RequestRecord, RequestStore
+from bot.human_input import RequestRows
+from bot.records import RequestRecord
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
 from bot.requests.trail import MessageTrail
@@ -162,7 +163,7 @@ class TeamsSurface:
     def __init__(
         self,
         connector: Connector,
-        store: RequestStore,
+        store: RequestRows,
         tools: Mapping[str, HumanTool],
         people: People,
         deciders: Iterable[str] = (),

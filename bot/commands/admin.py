@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bot.audit import AuditedRequests
 from bot.commands.audit_query import AuditQueryError, read_audit_query
 from bot.commands.lines import LISTED, audit_lines, grant_lines, pending_lines, short
-from bot.records import AuditEntry, RequestStore
+from bot.records import AuditEntry
 from bot.requests.router import Refused, Router
 from bot.requests.wording import Phrase, joined
 from bot.tools.grants import Grants
@@ -40,7 +41,7 @@ class Asker:
 
 @dataclass
 class Admin:
-    store: RequestStore
+    store: AuditedRequests
     grants: Grants | None
     router: Router | None
     command: str
