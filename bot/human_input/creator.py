@@ -49,7 +49,7 @@ class Creator:
         self._waiters = waiters
         self._observers = observers
         self._rules = rules
-        self.default_timeout = default_timeout
+        self._timeout = default_timeout
         self.deadline_pokes: list[Poke] = []
         self.escalation_pokes: list[Poke] = []
 
@@ -71,7 +71,9 @@ class Creator:
         self._scopes.check_open(channel_id)
         arguments = visible_values(arguments)  # what people read: no escapes, no bidi tricks
         now = datetime.now(UTC)
-        lifetime = self._lifetime(tool_name, arguments, timeout)
+        rule = self._rules.lifetime  # the policy's deadline, else the caller's, else the default
+        ruled = rule(tool_name, arguments) if rule is not None else None
+        lifetime = ruled if ruled is not None else self._timeout if timeout is None else timeout
         request = PendingInput(
             id=request_id or secrets.token_hex(12),
             tool_name=tool_name,
@@ -91,18 +93,11 @@ class Creator:
             await self._write(request)
         self._active[request.id] = request
         self._waiters.arm(request, lifetime)
-        self._poke(request)
+        if self.deadline_pokes or self.escalation_pokes:
+            self._poke(request)
         self._observers.notify(request)
         self._scopes.start_notifier(request)
         return request
-
-    def _lifetime(self, tool_name: str, arguments: dict[str, Any], timeout: float | None) -> float:
-        """Seconds until the deadline: the policy's, else the caller's, else the default."""
-        rule = self._rules.lifetime
-        ruled = rule(tool_name, arguments) if rule is not None else None
-        if ruled is not None:
-            return ruled
-        return self.default_timeout if timeout is None else timeout
 
     def _escalate(self, request: PendingInput, lifetime: float) -> None:
         """Its first escalation step's time, if its policy rule has one before the deadline."""

@@ -45,6 +45,7 @@ from bot.human_input.snapshots import (
     RequestUpdate,
 )
 from bot.human_input.tasks import Tasks
+from bot.human_input.waiter import Wait
 from bot.human_input.waiters import Waiters
 from bot.human_input.worker import HOLD_SECONDS, Worker
 from bot.records import PendingInput, RequestStatus
@@ -179,7 +180,7 @@ class HumanInputHandler:
 
         A coroutine, as an `async def` gives, written out by hand (bot/human_input/waiter.py):
         blocked, it is one small object rather than a frame, a future and its iterator."""
-        return self._waiters.wait(pending_id, timeout)
+        return Wait(self._waiters, pending_id, timeout)
 
     def resolve(self, pending_id: str, result: str, *, by: str | None = None) -> bool:
         """Answer a request with any string. True means its waiter gets exactly this answer;

@@ -45,6 +45,8 @@ from bot.records import (
 
 log = logging.getLogger("bot.human_input")
 
+PENDING = RequestStatus.PENDING
+
 
 class Settler:
     """Claims a request's settle (step 1) and records it (step 2); `Outcomes` does the rest."""
@@ -71,7 +73,10 @@ class Settler:
     def resolve(self, pending_id: str, result: str, *, by: str | None = None) -> bool:
         """See `HumanInputHandler.resolve`."""
         request = self._active.get(pending_id)
-        if request is None or not self.may_decide(request):
+        if request is None:
+            return False
+        # A pending request without flags (in memory, unclaimed) is decided here: a call less.
+        if (request._flags or request.status is not PENDING) and not self.may_decide(request):
             return False
         validator = self._validators.get(request.tool_name)
         if validator is not None:

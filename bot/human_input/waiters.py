@@ -54,9 +54,6 @@ class Waiters:
     def store(self) -> HandlerStore | None:
         return self._worker.store
 
-    def wait(self, pending_id: str, timeout: float) -> Wait:
-        return Wait(self, pending_id, timeout)
-
     async def wait_stored(self, pending_id: str, timeout: float) -> str:
         """wait() for a request not in memory here: read from the store, then waited for."""
         request = await self._load(pending_id)
