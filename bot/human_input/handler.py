@@ -126,7 +126,7 @@ class HumanInputHandler:
     def suspend(self) -> None:
         """The worker shuts down: a wait cut from now on leaves its request pending (and
         unheld), for the worker that resumes the run, instead of withdrawing it."""
-        self._waiters.suspended = True
+        self._waiters.suspend()
 
     # -- RoomKit's API ----------------------------------------------------------------------------
 

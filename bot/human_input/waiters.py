@@ -46,9 +46,12 @@ class Waiters:
         self._settler = settler
         self._holding = holding
         self._tasks = tasks
-        # Set while the worker shuts down: a wait cut then leaves its request pending, for the
-        # worker that resumes the run, instead of withdrawing it.
-        self.suspended = False
+        self._suspended = False
+
+    def suspend(self) -> None:
+        """The worker shuts down: a wait cut from now on leaves its request pending, for the
+        worker that resumes the run, instead of withdrawing it."""
+        self._suspended = True
 
     @property
     def store(self) -> HandlerStore | None:
@@ -95,7 +98,7 @@ class Waiters:
         if request._waiters is not None:
             return
         if request.status is RequestStatus.PENDING:
-            if self.suspended:
+            if self._suspended:
                 self._holding.release(request)
                 return
             self._settler.settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
