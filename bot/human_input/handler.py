@@ -78,26 +78,24 @@ class HumanInputHandler:
         worker_id: str | None = None,
         rules: RequestRules = NO_RULES,
     ) -> None:
-        tasks, ledger = Tasks(), Ledger(retention)
-        worker = Worker(worker_id, hold_seconds, store)
-        observers = Observers(tasks, rules.audience)
-        checks = AnswerChecks(rules.expiry_answer)
+        self._tasks = tasks = Tasks()
+        self._ledger = ledger = Ledger(retention)
+        self._worker = worker = Worker(worker_id, hold_seconds, store)
+        self._observers = observers = Observers(tasks, rules.audience)
+        self._checks = checks = AnswerChecks(rules.expiry_answer)
         outcomes = Outcomes(worker, ledger, observers)
         proposals = Proposals(worker, outcomes)
-        settler = Settler(worker, ledger, checks, outcomes, proposals, tasks)
-        holding = Holding(worker, ledger, settler, tasks)
-        self._deadlines = Deadlines(settler.expire)
-        waiters = Waiters(worker, ledger, self._deadlines, settler, holding, tasks)
-        scopes = Scopes(ledger, settler, tasks, notifier_budget)
+        self._settler = settler = Settler(worker, ledger, checks, outcomes, proposals, tasks)
+        self._holding = holding = Holding(worker, ledger, settler, tasks)
+        self._deadlines = deadlines = Deadlines(settler.expire)
+        self._waiters = waiters = Waiters(worker, ledger, deadlines, settler, holding, tasks)
+        self._scopes = scopes = Scopes(ledger, settler, tasks, notifier_budget)
         self._creator = Creator(
             worker, ledger, scopes, holding, waiters, observers, rules, default_timeout
         )
         self._awaited = AwaitedSettles(
             worker, ledger, checks, settler, outcomes, proposals, observers, tasks
         )
-        self._tasks, self._ledger, self._worker, self._observers = tasks, ledger, worker, observers
-        self._checks, self._settler, self._holding = checks, settler, holding
-        self._waiters, self._scopes = waiters, scopes
 
     # -- what it is attached to -----------------------------------------------------------------
 

@@ -8,15 +8,15 @@ in at most four steps, each one call into one part:
    writes the outcome on the request and goes to step 3.
 2. **Record** (`Settler.record`): the store's compare-and-set, with its audit row in the same
    transaction; for a request another worker holds, a proposal to that holder instead
-   (`Proposals.through_holder`, bot/human_input/holding.py). A claimed request takes no other
-   settle meanwhile.
+   (`Proposals.through_holder`; the rules are holding.py's). A claimed request takes no
+   other settle meanwhile.
 3. **Apply** (`Outcomes.settled`): the outcome the row took is on the request; its deadline
    disarmed, its waiters woken, its outcome retained.
 4. **Tell** (`Observers.notify`): the observers are queued the request's new state, unless
    the worker that wrote it told them.
 
 The awaited settles (`answer()`, `decline()`, ...: bot/human_input/awaited.py) claim and record
-the same way, and return once step 2 is done.
+the same way, and return once the four steps are done.
 """
 
 from __future__ import annotations
