@@ -15,6 +15,8 @@ from bot.agent.scripted import ScriptedAIProvider
 from bot.audit.redaction import redaction_keys
 from bot.config.agent_file import AgentConfig, human_tool_names, load_agent_file
 from bot.gates.gate import Gate
+from bot.human_input import HumanInputHandler, RequestRules
+from bot.human_input.rules import NO_RULES
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.tool_sources.elicitation import HumanElicitation
 from bot.tool_sources.setup import AgentTools, build_tool_handler
@@ -85,15 +87,20 @@ class Agent:
             await self.tools.close()
 
 
-async def open_agent(settings: Settings, config: AgentConfig | None) -> Agent:
+async def open_agent(
+    settings: Settings, config: AgentConfig | None, *, rules: RequestRules = NO_RULES
+) -> Agent:
     """The agent of `config` (None: the built-in one), its tools started: a source that
     cannot start is a StartupError naming it; an unknown name in `approval` is a
-    ConfigurationError at its line."""
+    ConfigurationError at its line. `rules`: the policy's for its requests."""
     timeout = settings.timeout_seconds
+    handler = HumanInputHandler(rules=rules)
     if config is None:
-        return Agent(SYSTEM_PROMPT, HumanInputToolHandler.builtin(timeout=timeout))
+        return Agent(SYSTEM_PROMPT, HumanInputToolHandler.builtin(timeout=timeout, handler=handler))
     human = HumanInputToolHandler(
-        timeout=timeout, tools=[BUILTIN_TOOLS[name] for name in human_tool_names(config)]
+        timeout=timeout,
+        handler=handler,
+        tools=[BUILTIN_TOOLS[name] for name in human_tool_names(config)],
     )
     elicitation = HumanElicitation(human.handler, timeout=timeout)
     tools = AgentTools.from_config(config, elicitation=elicitation)

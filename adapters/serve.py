@@ -32,8 +32,10 @@ from bot.bridge.people import PeopleDirectory, PeopleNames
 from bot.durable.escalations import Escalations
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
+from bot.human_input import RequestRules
 from bot.human_input.log_lines import log_transition
 from bot.human_tools.tool import BUILTIN_TOOLS
+from bot.policies.deciders import Deciders
 from bot.policies.delivery import Delivery
 from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
@@ -143,6 +145,16 @@ class Service:
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
 
 
+def request_rules(deciders: Deciders) -> RequestRules:
+    """The policy file's rules for each request (bot/policies/deciders.py)."""
+    return RequestRules(
+        lifetime=deciders.lifetime,  # a rule's `timeout_seconds`
+        expiry_answer=deciders.expiry_answer,  # a rule's `on_timeout` answer
+        escalation_start=deciders.escalation_start,  # a rule's first `escalate` step
+        audience=deciders.audience,  # who may answer, in every message
+    )
+
+
 async def build_service(settings: Settings) -> Service:
     slack_secrets, teams = _surfaces(settings)
     settings, config = read_agent_file(settings)
@@ -157,7 +169,8 @@ async def build_service(settings: Settings) -> Service:
                     f"the database at {shown_url(settings.database_url)} is behind this "
                     "version's migrations: run `hitl-bridge db upgrade` first"
                 )
-        agent = await open_agent(settings, config)  # MCP servers started, or a StartupError
+        # MCP servers started, or a StartupError; its requests under the policy's rules.
+        agent = await open_agent(settings, config, rules=request_rules(deciders))
     except BaseException:
         await store.close()
         raise
@@ -172,8 +185,6 @@ async def build_service(settings: Settings) -> Service:
     # The doors ask with the built-in tools whatever the agent file offers the model.
     tools = {**BUILTIN_TOOLS, **human.tools}
     # One router answers every surface's clicks, submissions and replies.
-    human.handler.lifetime_rule = deciders.lifetime  # a rule's `timeout_seconds`
-    human.handler.expiry_answer = deciders.expiry_answer  # a rule's `on_timeout` answer
     router = Router(
         store=store, handler_for=bridge.handler_for, handlers=(human.handler,), policy=policy,
         tools=tools, deciders=deciders, votes=VoteTables(store),
@@ -181,9 +192,7 @@ async def build_service(settings: Settings) -> Service:
     copies = CopyTables(store)
     # A rule's `escalate` steps: due times kept in the requests' rows, fired once by any worker.
     escalations = Escalations(EscalationTables(store), router)
-    human.handler.escalation_start = deciders.escalation_start
-    human.handler.audience_of = deciders.audience  # who may answer, in every message
-    human.handler.on_escalation_armed = escalations.poke
+    human.handler.add_escalation_listener(escalations.poke)
     slack = None
     if slack_secrets is not None:
         from adapters.slack.app import SlackAdapter, slack_client

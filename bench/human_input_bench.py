@@ -1,9 +1,12 @@
 """Benchmark of the in-memory `HumanInputHandler`: latency, throughput and memory.
 
-Run with `.venv/bin/python bench/human_input_bench.py [--repeats N] [--quick]`. It prints figures
-and asserts nothing (timed asserts do not belong in tests). Each latency figure is measured over
-many iterations, in several separate runs (a fresh handler each time); the median and p99 of
-every run are printed, then the median over the runs, because a small shared machine is noisy.
+Run with `.venv/bin/python bench/human_input_bench.py [--repeats N] [--quick] [--against DIR]`.
+It prints figures and asserts nothing (timed asserts do not belong in tests). Each round runs
+in a process of its own, measuring one checkout's `bot` package (this one's, or `--against`'s:
+another checkout of the project, e.g. `git worktree add ../old main`); with `--against` the
+rounds of the two alternate, so a noisy machine weighs on both alike, and both are printed
+side by side with the ratio new/old. Latency figures are medians over the rounds of each run's
+median (and p99) over many iterations, a fresh handler each run.
 
 Requests are created and waited for with the same timeout, as HumanInputToolHandler does (a
 wait() with a shorter timeout than the request's moves its deadline to another queue, and the
@@ -14,14 +17,13 @@ entry it leaves stays until its queue drops it: bot/human_input/deadlines.py).
     blocked-waiter   a wait() task already blocked, then resolve: time until the waiter runs
 (b) 10,000 requests pending at once, each with a blocked waiter: create, block, resolve, wake;
     with the cyclic garbage collector on (as deployed) and off (the handler's own cost)
-(c) bytes per pending request (tracemalloc) at 10,000 and 100,000, with a blocked waiter each:
-    "handler's own state" is what create() keeps (the request, its id, timestamps, its
-    deadline, the index) plus what wait() allocates inside the handler: the wait() coroutine,
-    which is also what its task waits on (bot/human_input/waiter.py; it was a coroutine frame
-    counted with the task, plus a future and the future's iterator counted here). "The waiter
-    task" is the rest of what a blocked wait() costs: the asyncio Task (with its name and
-    context), the wake-up callback it hands the wait(), and the task's entry in asyncio's
-    all-tasks registry. "total" is both: the same allocations as before, split otherwise.
+(c) bytes per pending request (tracemalloc) at 10,000 and 100,000, with a blocked waiter each,
+    measured in the first round only (they do not vary): "request" is what create() keeps (the
+    request, its id, timestamps, its deadline, the index), "wait()" what a blocked wait()
+    allocates inside the handler (the wait() coroutine, which is also what its task waits on:
+    bot/human_input/waiter.py), "task" the rest of what a blocked wait() costs (the asyncio
+    Task with its name and context, the wake-up callback it hands the wait(), its entry in
+    asyncio's all-tasks registry), "total" all three.
 """
 
 from __future__ import annotations
@@ -29,24 +31,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if TYPE_CHECKING:
+    from bot.human_input import HumanInputHandler
 
-from bot.human_input import HumanInputHandler
-
+ROOT = Path(__file__).resolve().parent.parent
 TOOL = "AskUserQuestion"
 ARGS = {"question": "Which colour?"}
 WARMUP = 500
 # The requests of (c) must outlive a run under tracemalloc, which creates 100,000 of them in
 # over a minute on a loaded machine: a deadline costs the same bytes whatever its length.
 MEMORY_TIMEOUT = 3600
-# The handler's modules (a tracemalloc filename pattern).
-HANDLER_FILE = str(Path(__file__).resolve().parent.parent / "bot" / "human_input" / "*.py")
+
+Figures = dict[str, float]
+Handler = type["HumanInputHandler"]
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:
@@ -60,8 +66,8 @@ def _summary(samples_ns: list[int]) -> tuple[float, float]:
     return statistics.median(values), _percentile(values, 0.99)
 
 
-async def answered_first(iterations: int) -> list[int]:
-    handler = HumanInputHandler()
+async def answered_first(make: Handler, iterations: int) -> list[int]:
+    handler = make()
     samples: list[int] = []
     clock = time.perf_counter_ns
     for i in range(WARMUP + iterations):
@@ -76,9 +82,9 @@ async def answered_first(iterations: int) -> list[int]:
     return samples
 
 
-async def blocked_waiter(iterations: int) -> list[int]:
+async def blocked_waiter(make: Handler, iterations: int) -> list[int]:
     """From resolve() to the moment the blocked wait() returns in its own task."""
-    handler = HumanInputHandler()
+    handler = make()
     samples: list[int] = []
     clock = time.perf_counter_ns
     resumed: list[int] = []
@@ -99,40 +105,32 @@ async def blocked_waiter(iterations: int) -> list[int]:
     return samples
 
 
-async def concurrent(count: int) -> dict[str, float]:
-    handler = HumanInputHandler()
+async def concurrent(make: Handler, count: int) -> float:
+    """Seconds for `count` requests: created, blocked on, resolved, woken."""
+    handler = make()
     clock = time.perf_counter
-    t0 = clock()
+    start = clock()
     ids = [(await handler.create(TOOL, ARGS, timeout=60)).pending_id for _ in range(count)]
-    t1 = clock()
     tasks = [asyncio.create_task(handler.wait(pid, timeout=60)) for pid in ids]
     await asyncio.sleep(0)
-    t2 = clock()
     for pid in ids:
         handler.resolve(pid, "blue")
-    t3 = clock()
     answers = await asyncio.gather(*tasks)
-    t4 = clock()
     assert answers == ["blue"] * count and not handler.pending
-    return {
-        "create": t1 - t0,
-        "block": t2 - t1,
-        "resolve": t3 - t2,
-        "wake": t4 - t3,
-        "total": t4 - t0,
-    }
+    return clock() - start
 
 
-def _handler_bytes(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> int:
-    """Bytes allocated between two snapshots with bot/human_input/ on the stack."""
-    only_handler = [tracemalloc.Filter(True, HANDLER_FILE, all_frames=True)]
+def _handler_bytes(tree: Path, before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> int:
+    """Bytes allocated between two snapshots with the tree's bot/human_input/ on the stack."""
+    pattern = str(tree / "bot" / "human_input" / "*.py")
+    only_handler = [tracemalloc.Filter(True, pattern, all_frames=True)]
     old = before.filter_traces(only_handler)
     new = after.filter_traces(only_handler)
     return sum(stat.size_diff for stat in new.compare_to(old, "filename"))
 
 
-async def memory(count: int) -> dict[str, float]:
-    handler = HumanInputHandler()
+async def memory(make: Handler, tree: Path, count: int) -> Figures:
+    handler = make()
     gc.collect()
     tracemalloc.start(32)
     base = tracemalloc.get_traced_memory()[0]
@@ -148,70 +146,108 @@ async def memory(count: int) -> dict[str, float]:
     blocked = tracemalloc.get_traced_memory()[0] - sys.getsizeof(ids) - sys.getsizeof(tasks)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    in_wait = _handler_bytes(before, after)
+    in_wait = _handler_bytes(tree, before, after)
     del before, after
     assert len(handler.pending) == count
     for pid in ids:
         handler.resolve(pid, "blue")
     await asyncio.gather(*tasks)
     return {
-        "handler": (created - base) / count,
-        "in_wait": in_wait / count,
+        "request": (created - base) / count,
+        "wait()": in_wait / count,
         "task": (blocked - created - in_wait) / count,
         "total": (blocked - base) / count,
     }
 
 
+# -- one round, in a process of its own -----------------------------------------------------------
+
+
+def handler_of(tree: Path) -> Handler:
+    """`HumanInputHandler` as the checkout at `tree` has it (first on the path)."""
+    sys.path.insert(0, str(tree))
+    from bot.human_input import HumanInputHandler, handler
+
+    where = Path(handler.__file__ or "").resolve()
+    assert where.is_relative_to(tree.resolve()), f"{where} is not under {tree}"
+    return HumanInputHandler
+
+
+def one_round(tree: Path, iterations: int, memory_counts: list[int]) -> Figures:
+    tree = tree.resolve()
+    make = handler_of(tree)
+    figures: Figures = {}
+    for name, bench in (("answered-first", answered_first), ("blocked-waiter", blocked_waiter)):
+        median, p99 = _summary(asyncio.run(bench(make, iterations)))
+        figures[f"(a) {name} median, µs"] = median
+        figures[f"(a) {name} p99, µs"] = p99
+    for collector in ("gc on", "gc off"):
+        gc.collect()
+        if collector == "gc off":
+            gc.disable()
+        try:
+            total = asyncio.run(concurrent(make, 10_000))
+        finally:
+            gc.enable()
+        figures[f"(b) 10,000 concurrent, {collector}, ms"] = total * 1000
+    for count in memory_counts:
+        for part, size in asyncio.run(memory(make, tree, count)).items():
+            figures[f"(c) {count:,} pending: {part}, B"] = size
+    return figures
+
+
+def run_round(tree: Path, iterations: int, memory_counts: list[int]) -> Figures:
+    """One round in a fresh process, for `tree`'s code alone."""
+    counts = ",".join(map(str, memory_counts))
+    command = [sys.executable, __file__, "--round", str(tree), "--iterations", str(iterations)]
+    done = subprocess.run([*command, "--memory", counts], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the round for {tree} failed:\n{done.stderr}")
+    figures: Figures = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+def report(rounds: dict[str, list[Figures]]) -> None:
+    """Each figure's median over the rounds, per checkout; with two, the ratio new/old."""
+    names = list(rounds)
+    header = "".join(f"{name:>10}" for name in names)
+    print(f"\n{'figure':48}{header}" + ("   new/old" if len(names) == 2 else ""))
+    for figure in rounds[names[0]][0]:
+        values = [statistics.median(r[figure] for r in rounds[n] if figure in r) for n in names]
+        line = f"{figure:48}" + "".join(f"{v:>10.1f}" for v in values)
+        if len(values) == 2 and values[0]:
+            line += f"{values[1] / values[0]:>10.3f}"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="separate runs per latency figure")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds per checkout")
     parser.add_argument("--iterations", type=int, default=20_000, help="requests per run")
     parser.add_argument("--quick", action="store_true", help="fewer iterations, no 100k memory")
+    parser.add_argument("--against", type=Path, help="another checkout, measured alongside")
+    parser.add_argument("--round", type=Path, help=argparse.SUPPRESS)  # one round, as JSON
+    parser.add_argument("--memory", default="", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.round is not None:
+        counts = [int(c) for c in options.memory.split(",") if c]
+        print(json.dumps(one_round(options.round, options.iterations, counts)))
+        return
     iterations = 2_000 if options.quick else options.iterations
-    print(f"python {sys.version.split()[0]}, {options.repeats} runs x {iterations} requests")
-
-    print("\n(a) round trip, µs (median / p99 of each run; then median over runs)")
-    for name, bench in (("answered-first", answered_first), ("blocked-waiter", blocked_waiter)):
-        medians, p99s = [], []
-        for _ in range(options.repeats):
-            samples = asyncio.run(bench(iterations))
-            median, p99 = _summary(samples)
-            medians.append(median)
-            p99s.append(p99)
-        runs = "  ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(medians, p99s, strict=True))
-        print(f"  {name:15s} runs: {runs}")
-        print(
-            f"  {name:15s} median {statistics.median(medians):.1f} µs, "
-            f"p99 {statistics.median(p99s):.1f} µs"
-        )
-
-    print("\n(b) 10,000 concurrent requests with 10,000 blocked waiters, ms")
-    # With the cyclic GC on (the default), its full collections over the growing set of live
-    # requests and tasks are a large, noisy share; the run without it shows the handler alone.
-    for collector in ("gc on", "gc off"):
-        totals = []
-        for _ in range(options.repeats):
-            gc.collect()
-            if collector == "gc off":
-                gc.disable()
-            try:
-                phases = asyncio.run(concurrent(10_000))
-            finally:
-                gc.enable()
-            totals.append(phases["total"])
-            print(f"  {collector}: " + "  ".join(f"{k} {v * 1000:.1f}" for k, v in phases.items()))
-        print(f"  {collector}: median total {statistics.median(totals) * 1000:.1f} ms")
-
-    print("\n(c) bytes per pending request with a blocked waiter (tracemalloc)")
-    for count in (10_000,) if options.quick else (10_000, 100_000):
-        figures = asyncio.run(memory(count))
-        print(
-            f"  {count:>7,}: total {figures['total']:.0f} B = handler's own state"
-            f" {figures['handler'] + figures['in_wait']:.0f} B (request {figures['handler']:.0f}"
-            f" + its blocked wait() {figures['in_wait']:.0f}) + the waiter task"
-            f" {figures['task']:.0f} B (asyncio Task, its wake-up callback, all_tasks entry)"
-        )
+    memory_counts = [10_000] if options.quick else [10_000, 100_000]
+    trees = {"old": options.against, "new": ROOT} if options.against else {"new": ROOT}
+    print(f"python {sys.version.split()[0]}, {options.repeats} rounds x {iterations} requests")
+    for name, tree in trees.items():
+        print(f"  {name}: {tree}")
+    rounds: dict[str, list[Figures]] = {name: [] for name in trees}
+    for r in range(options.repeats):
+        order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
+        for name, tree in order:
+            rounds[name].append(run_round(tree, iterations, memory_counts if r == 0 else []))
+    report(rounds)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 `PendingInput` is the one record of a request, in memory and in the store alike (the store calls
 it `RequestRecord`: the same class). What observers and notifiers are given are frozen views of
 it, built by one mapping (`bot.human_input.snapshots`). `bot.store` implements `RequestStore`
-with SQLAlchemy; the in-memory handler needs none.
+with SQLAlchemy: the union of the narrow ports each part of the core declares and is typed
+against (`RequestRows`, `HoldRows`, `AuditLog`, ...); the in-memory handler needs none.
 """
 
 from __future__ import annotations
@@ -306,59 +307,34 @@ class Asked:
 
 
 class RequestStore(Protocol):
-    """What the core needs from a database. Every method is one transaction."""
+    """The whole store, every port at once (`bot.store.SqlStore` implements it): for what
+    composes the others (the Bridge, a surface's app), which hand each of its parts the port
+    that part needs. Every method is one transaction. Each group below is a port, declared,
+    with what its methods do, beside the code that uses it; tests/bot/store/test_ports.py
+    checks that this is exactly their union."""
 
-    async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None:
-        """Insert the request and its `created` audit row; `holder` is the worker holding it."""
-        ...
-
-    async def settle(self, settlement: Settlement) -> bool:
-        """Compare-and-set pending -> settlement.status, with its audit row; True if it won.
-        A request held by a live worker other than `settlement.worker` is not settled."""
-        ...
-
-    async def propose(self, settlement: Settlement) -> bool | None:
-        """Settle as `settle` does (True, or False if already settled); or, when another live
-        worker holds the request, hand it `settlement` (id `settlement.proposal`) and return
-        None: `decision()` tells how it went."""
-        ...
-
-    async def decision(self, settlement: Settlement) -> Decision:
-        """Where the proposal `settlement` stands (it is forgotten once decided)."""
-        ...
-
-    async def proposals(self, request_id: str) -> list[Settlement] | None:
-        """The proposals waiting on a pending request, oldest first; None if it is not pending."""
-        ...
-
-    async def hold(self, request_id: str, worker: str) -> bool:
-        """Make `worker` the holder of a pending request no live worker holds; True if it is."""
-        ...
-
-    async def unhold(self, request_id: str, worker: str) -> None:
-        """`worker` no longer holds the request (its proposals go back to their senders)."""
-        ...
-
-    async def beat(self, worker: str, alive_until: datetime) -> list[str]:
-        """`worker` is alive until `alive_until`; returns its held requests with proposals."""
-        ...
-
+    # requests: `RequestRows` (bot/human_input/ports.py)
+    async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None: ...
+    async def settle(self, settlement: Settlement) -> bool: ...
     async def get_request(self, request_id: str) -> RequestRecord | None: ...
-
+    async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None: ...
     async def list_pending(self) -> list[RequestRecord]: ...
-
-    async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
-        """Pending requests whose `expires_at` is at or before `now`, earliest first."""
-        ...
-
-    async def next_deadline(self) -> datetime | None:
-        """The earliest `expires_at` among pending requests (an index lookup, not a scan)."""
-        ...
-
+    async def pending_in_room(self, room_id: str) -> list[RequestRecord]: ...
+    async def decided_since(self, since: datetime, limit: int = 500) -> list[RequestRecord]: ...
+    async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]: ...
+    async def next_deadline(self) -> datetime | None: ...
     async def set_message_ref(self, request_id: str, surface: str, ref: dict[str, Any]) -> None: ...
 
-    async def append_audit(self, entry: AuditEntry) -> None: ...
+    # holds: `HoldRows` (bot/human_input/ports.py)
+    async def propose(self, settlement: Settlement) -> bool | None: ...
+    async def decision(self, settlement: Settlement) -> Decision: ...
+    async def proposals(self, request_id: str) -> list[Settlement] | None: ...
+    async def hold(self, request_id: str, worker: str) -> bool: ...
+    async def unhold(self, request_id: str, worker: str) -> None: ...
+    async def beat(self, worker: str, alive_until: datetime) -> list[str]: ...
 
+    # audit: `AuditLog` (bot/audit/refusals.py)
+    async def append_audit(self, entry: AuditEntry) -> None: ...
     async def list_audit(
         self,
         *,
@@ -367,96 +343,46 @@ class RequestStore(Protocol):
         tool: str | None = None,
         since: datetime | None = None,
         limit: int = 100,
-    ) -> list[AuditEntry]:
-        """The latest `limit` audit lines, newest first: of one request, by one actor, about
-        the requests of tools matching a glob (`*`, `?`), at or after `since`, when given."""
-        ...
+    ) -> list[AuditEntry]: ...
 
-    async def decided_since(self, since: datetime, limit: int = 500) -> list[RequestRecord]:
-        """Requests settled at or after `since`, latest first (time-to-decision figures)."""
-        ...
-
+    # transcripts: `Transcripts` (bot/agent/channel.py)
     async def save_transcript(
         self, room_id: str, channel_id: str, messages: list[dict[str, Any]]
-    ) -> None:
-        """Replace the agent transcript of one room (saved at every tool boundary)."""
-        ...
-
+    ) -> None: ...
     async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]: ...
 
-    async def request_for_tool_call(self, tool_call_id: str) -> RequestRecord | None:
-        """The request a tool call made, if any (a resumed run waits on it, not a new one)."""
-        ...
-
-    async def pending_in_room(self, room_id: str) -> list[RequestRecord]:
-        """Pending requests of one room, oldest first."""
-        ...
-
+    # leases: `LeaseRows` (bot/durable/leases.py)
     async def claim_run(
         self, room_id: str, channel_id: str, owner: str, actor_id: str | None, lease_until: datetime
-    ) -> bool:
-        """Take the room's run if it is idle, ours, or its lease lapsed; True if we hold it."""
-        ...
-
-    async def renew_runs(self, owner: str, lease_until: datetime) -> int:
-        """Extend every lease `owner` holds; returns how many."""
-        ...
-
-    async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
-        """The run is over: the room is idle again."""
-        ...
-
-    async def release_runs(self, owner: str, now: datetime) -> int:
-        """Let every run of `owner` lapse now (a graceful shutdown): others adopt them."""
-        ...
-
+    ) -> bool: ...
+    async def renew_runs(self, owner: str, lease_until: datetime) -> int: ...
+    async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None: ...
+    async def release_runs(self, owner: str, now: datetime) -> int: ...
     async def seize_run(
         self, room_id: str, channel_id: str, owner: str, lease_until: datetime
-    ) -> bool:
-        """Take the room's open run from whoever holds it, lease lapsed or not; True if there
-        was one. Only for a process that is its rooms' one worker (the console demo): a
-        holder still alive would go on running the turn beside the new owner."""
-        ...
+    ) -> bool: ...
+    async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]: ...
 
-    async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
-        """Active runs whose lease lapsed: their worker is gone."""
-        ...
+    # inbox: `InboxRows` (bot/durable/inbox.py)
+    async def receive(
+        self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]
+    ) -> list[bool]: ...
+    async def mark_applied(self, keys: Sequence[str]) -> list[str]: ...
+    async def unapplied(
+        self, surface: str, received_before: datetime, limit: int = 100
+    ) -> list[InboxEntry]: ...
+    async def prune_inbox(self, applied_before: datetime) -> int: ...
 
+    # claims: `Claims` (bot/bridge/surfaces.py)
+    async def claim_once(self, key: str) -> bool: ...
+
+    # the composer's own: hearing other workers, and closing
     async def listen_settled(
         self, callback: Callable[[str], None]
     ) -> Callable[[], Awaitable[None]]:
         """Call `callback(request_id)` when another process settles a request or hands one a
         proposal (PostgreSQL NOTIFY; a no-op where one process owns the database). Returns the
         stopper."""
-        ...
-
-    async def claim_once(self, key: str) -> bool:
-        """True for the first caller of `key` across every worker (event de-duplication)."""
-        ...
-
-    async def receive(
-        self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]
-    ) -> list[bool]:
-        """Write down interactions (key, payload) before they are acked (bot/durable/inbox.py), in
-        one transaction; for each, False if its key was received before (a replay: ignore it).
-        A payload is what to apply if this worker does not live to; None for an interaction
-        handled before its ack (only its key is kept)."""
-        ...
-
-    async def mark_applied(self, keys: Sequence[str]) -> list[str]:
-        """The interactions `keys` were applied; returns those this call marked (the others
-        were marked before, or are unknown): the claim of whoever applies a left-over one."""
-        ...
-
-    async def unapplied(
-        self, surface: str, received_before: datetime, limit: int = 100
-    ) -> list[InboxEntry]:
-        """Interactions of `surface` received before `received_before` and never applied,
-        oldest first."""
-        ...
-
-    async def prune_inbox(self, applied_before: datetime) -> int:
-        """Forget interactions applied before `applied_before`; returns how many."""
         ...
 
     async def close(self) -> None: ...

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.slack.messages import TOO_LONG_TO_CHOOSE, question_of, render_chooser
 from adapters.slack.rooms import SlackRoom
@@ -25,10 +25,13 @@ from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape
 from bot import AIChannel
+from bot.agent.channel import Transcripts
+from bot.audit.refusals import AuditLog
+from bot.bridge.surfaces import Claims
 from bot.bridge.turns import Post, Turns
-from bot.human_input import RequestUpdate
+from bot.human_input import RequestRows, RequestUpdate
 from bot.policies.drivers import refused_turn
-from bot.records import RequestRecord, RequestStore, StoreUnavailableError
+from bot.records import RequestRecord, StoreUnavailableError
 from bot.requests.replies import AskWhich, reading_of, reply_interaction
 from bot.requests.router import Invalid, Refused, Router
 
@@ -81,6 +84,11 @@ def is_from_person(event: dict[str, Any], bot_user_id: str) -> bool:
     )
 
 
+class ConversationRows(RequestRows, Transcripts, Claims, AuditLog, Protocol):
+    """What the conversations need of the store: a message claimed once, the requests open
+    in a room, whether a room has a transcript, and a refused turn audited."""
+
+
 class SlackConversations:
     """Routes people's messages to answers (a pending question) or to agent turns."""
 
@@ -89,7 +97,7 @@ class SlackConversations:
         *,
         channel: AIChannel,
         surface: SlackSurface,
-        store: RequestStore,
+        store: ConversationRows,
         router: Router,
         bot_user_id: Callable[[], str],
     ) -> None:

@@ -26,9 +26,8 @@ from adapters.slack.blocks import Block, context, header, section
 from adapters.slack.calls import call_slack
 from adapters.slack.messages import render_message
 from adapters.slack.text import MODAL_BLOCKS, SECTION_TEXT, SLACK, truncate
-from bot.human_input import RequestUpdate
+from bot.human_input import RequestRows, RequestUpdate
 from bot.human_tools.tool import HumanTool
-from bot.records import RequestStore
 from bot.reports.home import AdminHome, home_of
 from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
@@ -76,7 +75,7 @@ class HomeTab:
         self,
         *,
         client: AsyncWebClient,
-        store: RequestStore,
+        store: RequestRows,
         router: Router,
         tools: Mapping[str, HumanTool],
         later: Callable[[Coroutine[Any, Any, None]], None],

@@ -39,9 +39,8 @@ from adapters.slack.parse import (
 from adapters.slack.scheme import SURFACE
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape, truncate
-from bot.durable.inbox import Inbox
+from bot.durable.inbox import Inbox, InboxRows
 from bot.human_input import RequestUpdate
-from bot.records import RequestStore
 from bot.requests.router import Invalid, NeedsForm, Outcome, Refused, Router, Settled
 from bot.requests.view import build_view
 
@@ -85,7 +84,7 @@ class Interactions:
         surface: SlackSurface,
         router: Router,
         later: Later,
-        store: RequestStore,
+        store: InboxRows,
     ) -> None:
         self.client = client
         self.surface = surface

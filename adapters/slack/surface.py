@@ -22,7 +22,7 @@ from adapters.slack.scheme import SURFACE
 from adapters.slack.text import MESSAGE_TEXT, SLACK, escape, truncate
 from bot import HumanTool, RequestUpdate, UndeliverableError
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
-from bot.records import RequestStore
+from bot.human_input import RequestRows
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.stored_requests import posted_record
 from bot.requests.trail import MessageTrail
@@ -50,7 +50,7 @@ class SlackSurface:
     def __init__(
         self,
         client: AsyncWebClient,
-        store: RequestStore,
+        store: RequestRows,
         tools: Mapping[str, HumanTool],
         copies: CopyRefs | None = None,
     ) -> None:

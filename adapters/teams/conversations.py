@@ -10,7 +10,7 @@ delivery run, on whichever worker it lands.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from microsoft_teams.api.activities.message import MessageActivity
 from microsoft_teams.api.activities.utils.strip_mentions_text import StripMentionsTextOptions
@@ -20,11 +20,13 @@ from adapters.teams.cards import SURFACE
 from adapters.teams.surface import PREFIX, THREAD_MARK, People, TeamsRoom, TeamsSurface
 from adapters.teams.text import PlainTextFormatter
 from bot import AIChannel
+from bot.audit.refusals import AuditLog
+from bot.bridge.surfaces import Claims
 from bot.bridge.turns import Post, Turns
 from bot.commands import Commands, Place
 from bot.policies.deciders import Deciders
 from bot.policies.drivers import refused_turn
-from bot.records import RequestStore, StoreUnavailableError
+from bot.records import StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,11 @@ def text_of(message: MessageActivity) -> str:
     return (message.strip_mentions_text(options).text or "").strip()
 
 
+class ActivityRows(Claims, AuditLog, Protocol):
+    """What the conversations need of the store: an activity claimed once, a refused turn
+    audited."""
+
+
 class TeamsConversations:
     """Routes people's messages to agent turns and remembers how to reach them."""
 
@@ -71,7 +78,7 @@ class TeamsConversations:
         *,
         channel: AIChannel,
         surface: TeamsSurface,
-        store: RequestStore,
+        store: ActivityRows,
         people: People,
         commands: Commands,
         deciders: Deciders,

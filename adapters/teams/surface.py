@@ -27,8 +27,9 @@ from adapters.teams.refresh import RefreshList, is_teams_user_id
 from adapters.teams.text import PlainTextFormatter, TeamsFormatter
 from bot import HumanTool, RenderState, RequestUpdate, UndeliverableError
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
+from bot.human_input import RequestRows
 from bot.policies.directory import Directory
-from bot.records import RequestRecord, RequestStore
+from bot.records import RequestRecord
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.kinds import Verb
 from bot.requests.stored_requests import posted_record
@@ -162,7 +163,7 @@ class TeamsSurface:
     def __init__(
         self,
         connector: Connector,
-        store: RequestStore,
+        store: RequestRows,
         tools: Mapping[str, HumanTool],
         people: People,
         deciders: Iterable[str] = (),

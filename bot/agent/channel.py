@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 
@@ -30,12 +30,23 @@ from bot.agent.transcript import append_user_text, cancelled_results, open_round
 from bot.durable.leases import RunLeases
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
 from bot.human_tools.tool import HumanInputToolHandler
-from bot.records import RequestStore
 from bot.tools import AITool, ToolHandler
 from bot.tools.context import ToolCallContext, tool_turn_context
 from bot.words.visible_text import visible
 
 log = logging.getLogger(__name__)
+
+
+class Transcripts(Protocol):
+    """The store's port for transcripts (the `transcripts` table): one per room and agent."""
+
+    async def save_transcript(
+        self, room_id: str, channel_id: str, messages: list[dict[str, Any]]
+    ) -> None:
+        """Replace the agent transcript of one room (saved at every tool boundary)."""
+        ...
+
+    async def load_transcript(self, room_id: str, channel_id: str) -> list[dict[str, Any]]: ...
 
 
 @dataclass(slots=True)
@@ -65,7 +76,7 @@ class AIChannel:
     stream_retries: int = 1  # a reply cut short is asked for again this many times
     channel_type: str = "ai"
     hooks: HookRegistry = field(default_factory=HookRegistry)
-    store: RequestStore | None = None
+    store: Transcripts | None = None
     runs: RunLeases | None = None  # with a store: which worker runs each room
     busy_patience: float = 300.0  # how long a turn waits for another worker's turn in its room
     suspended: bool = False  # shutting down: a cut turn leaves its transcript for a resume

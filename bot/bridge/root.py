@@ -96,11 +96,15 @@ class Bridge:
         if any(handler is known for known in self.handlers):
             return
         if self.store is not None and handler.store is None:
-            handler.store = self.store
+            handler.attach_store(self.store)
         handler.add_observer(self._fan_out)
-        if self._scheduler is not None:
-            handler.on_deadline_armed = self._scheduler.poke
+        handler.add_deadline_listener(self._deadline_created)
         self.handlers.append(handler)
+
+    def _deadline_created(self, expires_at: datetime) -> None:
+        """A request was created: the durable deadline sweep (once started) may sleep less."""
+        if self._scheduler is not None:
+            self._scheduler.poke(expires_at)
 
     def attach(self, surface: Surface) -> None:
         """Register a surface, all of it at once: it observes the requests of its rooms (its
@@ -253,8 +257,6 @@ class Bridge:
         if self.store is None or self._scheduler is not None:
             return
         self._scheduler = DeadlineScheduler(self.store, self._expire)
-        for handler in self.handlers:
-            handler.on_deadline_armed = self._scheduler.poke
         await self._scheduler.start()
         self._stop_listening = await self.store.listen_settled(self._settled_elsewhere)
         assert self.runs is not None  # a store brings runs
@@ -316,7 +318,7 @@ class Bridge:
         """Shutting down: turns cut from now on leave their requests and transcripts as they
         are, for another worker (or this one, restarted) to resume."""
         for handler in self.handlers:
-            handler.suspended = True
+            handler.suspend()
         for channel in self.channels.values():
             channel.suspended = True
 

@@ -48,3 +48,12 @@ class Surface(Protocol):
         """Where a request addressed so is posted, and whose it is; UnknownAddressError (one
         line naming it) for an address this surface cannot reach."""
         ...
+
+
+class Claims(Protocol):
+    """The store's port for one-time claims (the `claims` table): a chat event the platform
+    delivered twice, or to two workers, is handled by whoever claims its key first."""
+
+    async def claim_once(self, key: str) -> bool:
+        """True for the first caller of `key` across every worker (event de-duplication)."""
+        ...

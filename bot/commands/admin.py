@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bot.audit.refusals import AuditedRequests
 from bot.commands.answers import LISTED, audit_lines, grant_lines, pending_lines, short
 from bot.commands.audit_filter import AuditQueryError, read_audit_query
 from bot.gates.grants import Grants
-from bot.records import AuditEntry, RequestStore
+from bot.records import AuditEntry
 from bot.requests.router import Refused, Router
 from bot.words.phrases import Phrase, joined
 
@@ -40,7 +41,7 @@ class Asker:
 
 @dataclass
 class Admin:
-    store: RequestStore
+    store: AuditedRequests
     grants: Grants | None
     router: Router | None
     command: str

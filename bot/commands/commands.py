@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bot.audit.refusals import AuditedRequests
 from bot.commands.admin import ADMIN_ONLY, PRIVATE_ONLY, Admin, Asker
 from bot.commands.answers import grant_lines, mine_lines, pending_lines, short, whom
 from bot.gates.grants import GrantError, Grants
-from bot.records import Grant, RequestRecord, RequestStore
+from bot.human_input import RequestRows
+from bot.records import Grant, RequestRecord
 from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
 from bot.words.phrases import Phrase
@@ -34,7 +36,7 @@ class Place:
         return room_id == self.room_id or room_id.startswith(self.room_id + self.separator)
 
 
-async def open_requests_of(store: RequestStore, user: str) -> list[RequestRecord]:
+async def open_requests_of(store: RequestRows, user: str) -> list[RequestRecord]:
     """The open requests for `user` (raised by them, or addressed to them), in every room."""
     return [r for r in await store.list_pending() if r.actor_id == user]
 
@@ -46,7 +48,7 @@ class Commands:
     people type it: `/hitl` on Slack, `@bot hitl` on Teams). `router` settles an admin's
     cancel; `surface` names where commands come from in the audit log."""
 
-    store: RequestStore
+    store: AuditedRequests
     policy: AnswerPolicy
     grants: Grants | None = None
     command: str = "/hitl"

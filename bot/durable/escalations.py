@@ -55,7 +55,7 @@ class EscalationRows(Protocol):
 class Escalations:
     """Fires requests' escalation steps under the router's policy, and tells its surfaces.
     `start()` fires what fell due while the process was down; `poke(at)` wakes it for a
-    step due earlier than it sleeps (the handler's `on_escalation_armed`)."""
+    step due earlier than it sleeps (`HumanInputHandler.add_escalation_listener`)."""
 
     def __init__(
         self, rows: EscalationRows, router: Router, *, recheck_interval: float = 60.0

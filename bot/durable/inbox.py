@@ -2,7 +2,7 @@
 
 A surface that answers its platform before handling an interaction (Slack: the ack of a click
 goes back at once, the click is handled after) writes the interaction down before that answer:
-one small row (`RequestStore.receive`; those arriving during a write go together in the next),
+one small row (`InboxRows.receive`; those arriving during a write go together in the next),
 keyed by the signed request, so that
 
 - a worker that dies between the ack and the handling loses nothing: the row is still
@@ -27,12 +27,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from bot.failures import RepeatedFailures, first_line
-from bot.records import InboxEntry, RequestStore, StoreClosedError, StoreUnavailableError
+from bot.records import InboxEntry, StoreClosedError, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +49,41 @@ RETENTION = timedelta(minutes=15)
 BATCH = 100  # rows read per query of a sweep
 
 
+class InboxRows(Protocol):
+    """The store's port for the inbox (the `inbox` table): interactions written before the ack."""
+
+    async def receive(
+        self, surface: str, interactions: Sequence[tuple[str, dict[str, Any] | None]]
+    ) -> list[bool]:
+        """Write down interactions (key, payload) before they are acked, in one transaction;
+        for each, False if its key was received before (a replay: ignore it). A payload is
+        what to apply if this worker does not live to; None for an interaction handled
+        before its ack (only its key is kept)."""
+        ...
+
+    async def mark_applied(self, keys: Sequence[str]) -> list[str]:
+        """The interactions `keys` were applied; returns those this call marked (the others
+        were marked before, or are unknown): the claim of whoever applies a left-over one."""
+        ...
+
+    async def unapplied(
+        self, surface: str, received_before: datetime, limit: int = 100
+    ) -> list[InboxEntry]:
+        """Interactions of `surface` received before `received_before` and never applied,
+        oldest first."""
+        ...
+
+    async def prune_inbox(self, applied_before: datetime) -> int:
+        """Forget interactions applied before `applied_before`; returns how many."""
+        ...
+
+
 class Inbox:
     """One surface's interactions, written before they are acked (see the module docstring)."""
 
     def __init__(
         self,
-        store: RequestStore,
+        store: InboxRows,
         surface: str,
         apply: Apply,
         *,

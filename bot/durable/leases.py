@@ -15,14 +15,49 @@ import os
 import secrets
 import socket
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from bot.failures import RepeatedFailures
-from bot.records import RequestStore, RunRecord, StoreUnavailableError
+from bot.records import RunRecord, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 10.0
 BUSY_POLL_SECONDS = 0.25
+
+
+class LeaseRows(Protocol):
+    """The store's port for runs' leases (the `runs` table): one row per room's run."""
+
+    async def claim_run(
+        self, room_id: str, channel_id: str, owner: str, actor_id: str | None, lease_until: datetime
+    ) -> bool:
+        """Take the room's run if it is idle, ours, or its lease lapsed; True if we hold it."""
+        ...
+
+    async def renew_runs(self, owner: str, lease_until: datetime) -> int:
+        """Extend every lease `owner` holds; returns how many."""
+        ...
+
+    async def finish_run(self, room_id: str, channel_id: str, owner: str) -> None:
+        """The run is over: the room is idle again."""
+        ...
+
+    async def release_runs(self, owner: str, now: datetime) -> int:
+        """Let every run of `owner` lapse now (a graceful shutdown): others adopt them."""
+        ...
+
+    async def seize_run(
+        self, room_id: str, channel_id: str, owner: str, lease_until: datetime
+    ) -> bool:
+        """Take the room's open run from whoever holds it, lease lapsed or not; True if there
+        was one. Only for a process that is its rooms' one worker (the console demo): a
+        holder still alive would go on running the turn beside the new owner."""
+        ...
+
+    async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
+        """Active runs whose lease lapsed: their worker is gone."""
+        ...
 
 
 def worker_name() -> str:
@@ -35,7 +70,7 @@ class RunLeases:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: LeaseRows,
         *,
         worker_id: str | None = None,
         lease_seconds: float = LEASE_SECONDS,

@@ -2,7 +2,7 @@
 
 `DeadlineScheduler` sleeps until the earliest pending deadline, sweeps what is due, and sleeps
 again. A restart loses nothing: `start()` sweeps everything that fell due while the process was
-down. It talks to the `RequestStore` protocol only.
+down. It talks to the store through its `Deadlines` port only.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ OnDue = Callable[[RequestRecord], Awaitable[None]]
 
 
 class DeadlineSource(Protocol):
-    """Where deadlines are kept: requests' `expires_at` (the `RequestStore`), or the next
+    """Where deadlines are kept: requests' `expires_at` (`RequestRows`), or the next
     steps of their escalations (bot/durable/escalations.py)."""
 
     async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:

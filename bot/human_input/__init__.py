@@ -1,18 +1,15 @@
 """The human-input primitive: a tool call that pauses until a person answers.
 
 Every request settles exactly once: resolve, reject, timeout, release, close and a cancelled
-wait race for one claim. With a store attached, the database is the source of truth and, across
-workers, the worker holding a request decides its settle (holding.py). Observers (the chat
-surfaces) hear every transition.
+wait race for one claim (settler.py: at most four steps). With a store attached, the database
+is the source of truth and, across workers, the worker holding a request decides its settle
+(holding.py). Observers (the chat surfaces) hear every transition. handler.py lists the parts.
 """
 
-from bot.human_input.base import (
-    DEFAULT_TIMEOUT_SECONDS,
-    DENIED_BY_HOOK,
-    HOLD_SECONDS,
-    NOTIFIER_BUDGET_SECONDS,
-)
-from bot.human_input.handler import HumanInputHandler
+from bot.human_input.handler import DEFAULT_TIMEOUT_SECONDS, HumanInputHandler
+from bot.human_input.ports import HandlerStore, HoldRows, RequestRows
+from bot.human_input.rules import RequestRules
+from bot.human_input.scopes import DENIED_BY_HOOK, NOTIFIER_BUDGET_SECONDS
 from bot.human_input.snapshots import (
     AnswerValidator,
     Notifier,
@@ -24,6 +21,7 @@ from bot.human_input.snapshots import (
     timeout_message,
     undeliverable_message,
 )
+from bot.human_input.worker import HOLD_SECONDS
 from bot.records import PendingInput, RequestStatus
 
 PendingInputStatus = RequestStatus
@@ -34,6 +32,8 @@ __all__ = [
     "HOLD_SECONDS",
     "NOTIFIER_BUDGET_SECONDS",
     "AnswerValidator",
+    "HandlerStore",
+    "HoldRows",
     "HumanInputHandler",
     "Notifier",
     "Observer",
@@ -41,6 +41,8 @@ __all__ = [
     "PendingInputEvent",
     "PendingInputStatus",
     "RenderState",
+    "RequestRows",
+    "RequestRules",
     "RequestUpdate",
     "snapshot",
     "timeout_message",

@@ -60,8 +60,24 @@ class DeadlineQueue:
         self.requests, self.deadlines, self.head = requests, deadlines, 0
 
 
+def disarm(request: PendingInput) -> None:
+    """The request no longer falls due (settled, re-armed, or forgotten): its entry is left in
+    its queue, dead, and needs nothing of the `Deadlines` that armed it."""
+    queue = request._timer
+    if queue is None:
+        return
+    request._timer = None
+    queue.live -= 1
+    if queue.live == 0:
+        # Its timer is left to fire once and find nothing: cancelling it, and arming
+        # another for the next request, would cost what a timer per request did.
+        queue.clear()
+    elif len(queue.requests) - queue.head > 2 * queue.live + SLACK:
+        queue.drop_dead()
+
+
 class Deadlines:
-    """Arms and disarms requests' deadlines; `expire(request)` is called when one passes."""
+    """Arms requests' deadlines; `expire(request)` is called when one passes."""
 
     def __init__(self, expire: Callable[[PendingInput], None]) -> None:
         self._expire = expire
@@ -71,7 +87,7 @@ class Deadlines:
 
     def arm(self, request: PendingInput, seconds: float) -> None:
         """The request falls due `seconds` from now (instead of when it was armed for)."""
-        self.disarm(request)
+        disarm(request)
         loop = asyncio.get_running_loop()
         queue = self._queues.get(seconds)
         if queue is None or queue.loop is not loop:
@@ -90,20 +106,6 @@ class Deadlines:
             deadlines.insert(at, deadline)
         if queue.handle is None or deadline < queue.when:
             self._set_timer(queue, deadline)
-
-    def disarm(self, request: PendingInput) -> None:
-        """The request no longer falls due (settled, re-armed, or forgotten)."""
-        queue = request._timer
-        if queue is None:
-            return
-        request._timer = None
-        queue.live -= 1
-        if queue.live == 0:
-            # Its timer is left to fire once and find nothing: cancelling it, and arming
-            # another for the next request, would cost what a timer per request did.
-            queue.clear()
-        elif len(queue.requests) - queue.head > 2 * queue.live + SLACK:
-            queue.drop_dead()
 
     def _set_timer(self, queue: DeadlineQueue, when: float) -> None:
         if queue.handle is not None:

@@ -11,38 +11,66 @@ import asyncio
 import inspect
 import logging
 import secrets
+from dataclasses import dataclass
 
-from bot.human_input.base import DENIED_BY_HOOK, HandlerState, Scope, in_callback
+from bot.human_input.ledger import Ledger
+from bot.human_input.settler import Settler
 from bot.human_input.snapshots import Notifier, PendingInputEvent
+from bot.human_input.tasks import Tasks, in_callback
 from bot.records import PendingInput, RequestStatus
 
 log = logging.getLogger("bot.human_input")
 
+DENIED_BY_HOOK = "Denied by ON_USER_INPUT_REQUIRED hook"
+NOTIFIER_BUDGET_SECONDS = 30.0
 
-class Scopes(HandlerState):
+
+@dataclass(slots=True)
+class Scope:
+    """A channel scope (or the default one, key None): its notifier and whether it is closed."""
+
+    notifier: Notifier | None = None
+    token: str | None = None
+    closed: bool = False
+
+
+class Scopes:
+    """The channels' scopes, and the notifier calls still running (with their channel)."""
+
+    def __init__(
+        self, ledger: Ledger, settler: Settler, tasks: Tasks, notifier_budget: float
+    ) -> None:
+        self._ledger = ledger
+        self._settler = settler
+        self._tasks = tasks
+        self.notifier_budget = notifier_budget
+        self._scopes: dict[str | None, Scope] = {None: Scope()}
+        # Running notifier calls, with the channel of their request (close() cuts a channel's).
+        self._notifiers: dict[asyncio.Task[object], str] = {}
+
     def set_notifier(self, callback: Notifier, *, channel_id: str | None = None) -> str:
         """Set the notifier for one channel (or the default) and reopen that scope."""
         token = secrets.token_hex(8)
         self._scopes[channel_id] = Scope(notifier=callback, token=token)
         return token
 
-    def _check_open(self, channel_id: str) -> None:
-        closed = self._closed_reason(channel_id)
+    def check_open(self, channel_id: str) -> None:
+        closed = self.closed_reason(channel_id)
         if closed is not None:
             raise RuntimeError(closed)
 
-    def _closed_reason(self, channel_id: str) -> str | None:
+    def closed_reason(self, channel_id: str) -> str | None:
         scope = self._scopes.get(channel_id)
         if not (self._scopes[None].closed or (scope is not None and scope.closed)):
             return None
         where = f"channel '{channel_id}'" if scope is not None and scope.closed else "handler"
         return f"Human input {where} is closed"
 
-    def _start_notifier(self, request: PendingInput) -> None:
+    def start_notifier(self, request: PendingInput) -> None:
         scope = self._scopes.get(request.channel_id) or self._scopes[None]
         if scope.notifier is None:
             return
-        task = self._spawn(self._run_notifier(scope.notifier, request))
+        task = self._tasks.spawn(self._run_notifier(scope.notifier, request))
         self._notifiers[task] = request.channel_id
         task.add_done_callback(self._notifier_done)
 
@@ -65,22 +93,22 @@ class Scopes(HandlerState):
             log.exception("notifier for %s failed; the request stays open", request.pending_id)
             return
         if outcome is False:
-            self.reject(request.pending_id, DENIED_BY_HOOK)
+            self._settler.reject(request.pending_id, DENIED_BY_HOOK)
 
-    async def close(
-        self, *, channel_id: str | None = None, registration: str | None = None
-    ) -> None:
+    async def close(self, channel_id: str | None, registration: str | None) -> bool:
         """Withdraw active work and refuse later creates, globally or for one channel; cut the
         notifiers still running for it (a notifier may hold its 30 s budget on a request that
-        is now withdrawn)."""
+        is now withdrawn). False if `registration` no longer owns the channel (nothing done)."""
         scope = self._scopes.get(channel_id)
         if registration is not None and (scope is None or scope.token != registration):
-            return  # another registration owns this channel now
+            return False  # another registration owns this channel now
         self._scopes[channel_id] = Scope(closed=True)
         where = "handler" if channel_id is None else f"channel '{channel_id}'"
-        for request in list(self._active.values()):
+        for request in list(self._ledger.active.values()):
             if channel_id in (None, request.channel_id) and request.status is RequestStatus.PENDING:
-                self._settle(request, RequestStatus.CANCELLED, reason=f"Human input {where} closed")
+                self._settler.settle(
+                    request, RequestStatus.CANCELLED, reason=f"Human input {where} closed"
+                )
         current = asyncio.current_task()
         cut = [
             task
@@ -90,8 +118,7 @@ class Scopes(HandlerState):
         for task in cut:
             task.cancel()
         if channel_id is None:
-            await self._drain_tasks()
-            if self._beater is not None:
-                self._beater.cancel()
+            await self._tasks.drain()
         elif cut and not in_callback.get():
             await asyncio.gather(*cut, return_exceptions=True)
+        return True

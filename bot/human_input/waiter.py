@@ -26,7 +26,7 @@ from bot.human_input.snapshots import outcome
 from bot.records import PendingInput, RequestStatus
 
 if TYPE_CHECKING:
-    from bot.human_input.waiting import Waiting
+    from bot.human_input.waiters import Waiters
 
 # Its states: not yet stepped; blocked on its request; woken by the settle; its task was
 # cancelled; running the store's coroutine in its place; finished.
@@ -41,17 +41,17 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         "_callback",
         "_cancel_message",
         "_context",
-        "_handler",
         "_inner",
         "_loop",
         "_request",
         "_state",
         "_timeout",
+        "_waiters",
     )
 
-    def __init__(self, handler: Waiting, key: str | PendingInput, timeout: float) -> None:
+    def __init__(self, waiters: Waiters, key: str | PendingInput, timeout: float) -> None:
         """`key`: the request's id, or the request (once read from the store)."""
-        self._handler = handler
+        self._waiters = waiters
         # The id (or the request) until it starts; the store's coroutine while it runs that.
         self._inner: str | PendingInput | Coroutine[Any, Any, str] | None = key
         self._timeout = timeout
@@ -76,7 +76,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             request = self._request
             del self._request
             self._state = DONE
-            self._handler._retire(request)
+            self._waiters.retire(request)
             raise StopIteration(outcome(request))
         if state == NEW:
             return self._start()
@@ -117,7 +117,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             del self._request
             if isinstance(error, asyncio.CancelledError):
                 # The waiting task was cancelled: this waiter goes (the last one withdraws it).
-                self._handler._withdraw_waiter(request, self)
+                self._waiters.withdraw(request, self)
         raise error
 
     def close(self) -> None:
@@ -131,17 +131,17 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         return f"<HumanInputHandler.wait() state={self._state}>"
 
     def _start(self) -> Any:
-        handler = self._handler
+        waiters = self._waiters
         key, self._inner = self._inner, None
         if isinstance(key, PendingInput):
             request = key
         else:
             assert isinstance(key, str)
-            found = handler._active.get(key) or handler._settled.get(key)
-            if found is None and handler.store is not None:
+            found = waiters.active.get(key) or waiters.settled.get(key)
+            if found is None and waiters.store is not None:
                 # Only the store may know it: reading it is awaited, so an ordinary coroutine
                 # does that, and this one passes every step to it.
-                self._inner = handler._wait_stored(key, self._timeout)
+                self._inner = waiters.wait_stored(key, self._timeout)
                 self._state = DELEGATING
                 return self._delegate(None, None)
             if found is None:
@@ -150,10 +150,10 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             request = found
         if request.status is not RequestStatus.PENDING:
             self._state = DONE
-            handler._retire(request)
+            waiters.retire(request)
             raise StopIteration(outcome(request))
         loop = asyncio.get_running_loop()
-        handler._add_waiter(request, self._timeout, self, loop)
+        waiters.add(request, self._timeout, self, loop)
         self._request = request
         self._loop = loop
         self._callback = None

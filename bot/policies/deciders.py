@@ -54,13 +54,13 @@ class Deciders:
         return self.policy.rule_for(*subject_of(tool_name, arguments))
 
     def lifetime(self, tool_name: str, arguments: dict[str, Any]) -> float | None:
-        """The rule's `timeout_seconds` for such a request (None: the caller's own); the
-        handler's `lifetime_rule`."""
+        """The rule's `timeout_seconds` for such a request (None: the caller's own);
+        `RequestRules.lifetime` (bot/human_input/rules.py)."""
         return self.rule_of(tool_name, arguments).timeout_seconds
 
     def expiry_answer(self, tool_name: str, arguments: dict[str, Any]) -> str | None:
         """The rule's `on_timeout` answer for such a request, as JSON (None: it expires
-        unanswered); the handler's `expiry_answer`, which checks it against the tool."""
+        unanswered); `RequestRules.expiry_answer`; the handler checks it against the tool."""
         answer = self.rule_of(tool_name, arguments).on_timeout.answer
         return None if answer is None else json.dumps(answer, ensure_ascii=False)
 
@@ -90,7 +90,7 @@ class Deciders:
 
     def escalation_start(self, tool_name: str, arguments: dict[str, Any]) -> float | None:
         """Seconds from creation to the first escalation step of such a request's rule (None:
-        it has none); the handler's `escalation_start`."""
+        it has none); `RequestRules.escalation_start`."""
         steps = self.rule_of(tool_name, arguments).escalate
         return steps[0].after_seconds if steps else None
 

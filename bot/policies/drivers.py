@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 
+from bot.audit.refusals import AuditLog
 from bot.policies.deciders import ALLOWED, Deciders, Verdict
 from bot.policies.directory import Directory, GroupUnreadable
 from bot.policies.policy_file import Drivers
 from bot.policies.principals import Principal
-from bot.records import AuditEntry, RequestStore, StoreUnavailableError
+from bot.records import AuditEntry, StoreUnavailableError
 from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ async def _holds(principal: Principal, ids: list[str], directory: Directory | No
 
 async def refused_turn(
     deciders: Deciders,
-    store: RequestStore,
+    store: AuditLog,
     *,
     room_id: str,
     user_id: str,

@@ -11,7 +11,8 @@ from datetime import datetime
 
 from bot.commands import open_requests_of
 from bot.commands.answers import decision_lines
-from bot.records import RequestRecord, RequestStore
+from bot.human_input import RequestRows
+from bot.records import RequestRecord
 from bot.reports.decision_times import WINDOW, decision_times, figures_line
 from bot.requests.access import AnswerPolicy
 from bot.words.phrases import Phrase
@@ -31,7 +32,7 @@ class Home:
     admin: AdminHome | None  # for admins only
 
 
-async def home_of(store: RequestStore, policy: AnswerPolicy, user: str, now: datetime) -> Home:
+async def home_of(store: RequestRows, policy: AnswerPolicy, user: str, now: datetime) -> Home:
     mine = await open_requests_of(store, user)
     if not policy.is_admin(user):
         return Home(mine, None)

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from bot.audit.refusals import record_refused_answer
+from bot.audit.refusals import AuditedRequests, record_refused_answer
 from bot.errors import AnswerInvalidError
 from bot.human_input import HumanInputHandler, RequestUpdate
 from bot.human_tools.forms import Form, FormResult, read_form
@@ -34,7 +34,7 @@ from bot.policies.deciders import Deciders, Verdict, not_yours
 from bot.policies.policy_file import Rule
 from bot.policies.rules import Policy
 from bot.policies.tally import MemoryVotes, Tally, VoteBox, arguments_digest, needs_votes, tally
-from bot.records import RequestRecord, RequestStatus, RequestStore, StoreUnavailableError, Vote
+from bot.records import RequestRecord, RequestStatus, StoreUnavailableError, Vote
 from bot.requests import wording
 from bot.requests.access import AnswerPolicy
 from bot.requests.kind_of import kind_of
@@ -128,7 +128,7 @@ class Router:
     def __init__(
         self,
         *,
-        store: RequestStore | None,
+        store: AuditedRequests | None,
         handler_for: HandlerLookup,
         handlers: Sequence[HumanInputHandler] = (),
         policy: AnswerPolicy | None = None,

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from bot.records import RequestRecord, RequestStatus, RequestStore
+from bot.human_input import RequestRows
+from bot.records import RequestRecord, RequestStatus
 
 PATIENCE_SECONDS = 2.0
 
 
 async def posted_record(
-    store: RequestStore, request_id: str, surface: str, *, patience: float = PATIENCE_SECONDS
+    store: RequestRows, request_id: str, surface: str, *, patience: float = PATIENCE_SECONDS
 ) -> RequestRecord | None:
     """The request once `surface`'s message reference is on it (None if there is no request)."""
     return await _record_when(
@@ -25,7 +26,7 @@ async def posted_record(
 
 
 async def settled_record(
-    store: RequestStore, request_id: str, *, patience: float = PATIENCE_SECONDS
+    store: RequestRows, request_id: str, *, patience: float = PATIENCE_SECONDS
 ) -> RequestRecord | None:
     """The request once the settle that decided it is written (a double click's first click
     holds the request while its row is being written)."""
@@ -35,7 +36,7 @@ async def settled_record(
 
 
 async def _record_when(
-    store: RequestStore,
+    store: RequestRows,
     request_id: str,
     ready: Callable[[RequestRecord], bool],
     patience: float,

@@ -66,7 +66,7 @@ class Messages(Protocol[RoomT, RefT]):
 
 
 Current = Callable[[str], Awaitable[RequestRecord | None]]
-"""A request as the store has it now (`RequestStore.get_request`)."""
+"""A request as the store has it now (`RequestRows.get_request`)."""
 
 REDRAWS = 3  # endings drawn again at most, should it keep changing (its run's outcome)
 

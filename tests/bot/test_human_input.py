@@ -1438,7 +1438,7 @@ async def test_store_attached_after_create_does_not_strand_the_waiter(
     """A request whose row is missing (created before the store was attached) still settles."""
     handler = HumanInputHandler()
     pending = await handler.create(TOOL, ARGS)
-    handler.store = stores[0]
+    handler.attach_store(stores[0])
     waiter = await blocked_waiter(handler, pending.pending_id, timeout=0.1)
     assert handler.resolve(pending.pending_id, "blue") is True
     assert await outcome_of(waiter) == "blue"

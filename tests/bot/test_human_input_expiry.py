@@ -14,7 +14,7 @@ import pytest
 
 from bot.doors.service import request_body
 from bot.errors import AnswerInvalidError, ExpiredWithAnswerError
-from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
+from bot.human_input import HumanInputHandler, RenderState, RequestRules, RequestUpdate
 from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import Asked, RequestRecord, RequestStatus
 from bot.requests.view import build_view
@@ -31,8 +31,7 @@ def defaults(tool_name: str, arguments: dict[str, Any]) -> str | None:
 
 @pytest.fixture
 async def handler() -> AsyncIterator[HumanInputHandler]:
-    made = HumanInputHandler()
-    made.expiry_answer = defaults
+    made = HumanInputHandler(rules=RequestRules(expiry_answer=defaults))
     yield made
     await asyncio.wait_for(made.drain(), 2.0)
 
@@ -102,8 +101,8 @@ async def test_a_default_the_tool_cannot_read_expires_it_unanswered_with_a_warni
 
 
 async def test_the_model_reads_the_default_marked_expired() -> None:
-    human = HumanInputToolHandler.builtin(timeout=0.05)
-    human.handler.expiry_answer = defaults
+    handler = HumanInputHandler(rules=RequestRules(expiry_answer=defaults))
+    human = HumanInputToolHandler.builtin(timeout=0.05, handler=handler)
     result = await asyncio.wait_for(human(TOOL, ARGS), 5)
     assert json.loads(result) == {"approved": False, "reason": "nobody answered", "expired": True}
 
@@ -122,8 +121,9 @@ async def test_the_due_sweep_of_another_worker_applies_the_default(
     stores: list[SqlStore],
 ) -> None:
     """A request whose worker is gone is expired by another's sweep, with the default."""
-    sweeper = HumanInputHandler(store=stores[1], hold_seconds=0.4)
-    sweeper.expiry_answer = defaults
+    sweeper = HumanInputHandler(
+        store=stores[1], hold_seconds=0.4, rules=RequestRules(expiry_answer=defaults)
+    )
     now = datetime.now(UTC)
     record = RequestRecord(
         id="req-left", tool_name=TOOL, arguments=ARGS, created_at=now,

@@ -17,7 +17,7 @@ import pytest
 from bot.errors import ToolFailedError, ToolRefusedError
 from bot.gates.approvals import MASK
 from bot.gates.gate import ToolGate
-from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
+from bot.human_input import HumanInputHandler, RenderState, RequestRules, RequestUpdate
 from bot.human_tools.forms import read_form
 from bot.records import GateRun, RequestStatus
 from bot.requests.kinds import Verb
@@ -269,7 +269,7 @@ async def asked_then_stopped(worker: Worker) -> RequestUpdate:
     a resume. The approval request, as shown."""
     call = worker.call(CALL, call_id="toolu_1")
     asked = await worker.asked()
-    worker.handler.suspended = True
+    worker.handler.suspend()
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
@@ -360,9 +360,9 @@ async def test_at_the_deadline_the_policy_s_default_answer_decides(
 ) -> None:
     """`on_timeout: {answer: ...}`: a default that approves runs the call (and says so); one
     that declines does not. Either way the request expired, answered by no one."""
-    handler = HumanInputHandler()
     default = {"approved": True} if approves else {"approved": False, "reason": "nobody came"}
-    handler.expiry_answer = lambda name, arguments: json.dumps(default)
+    answer = json.dumps(default)
+    handler = HumanInputHandler(rules=RequestRules(expiry_answer=lambda name, arguments: answer))
     gate = ToolGate(tool, {"deploy": DEPLOY}, Rules().approval_for, handler=handler, timeout=0.1)
     heard: list[RequestUpdate] = []
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.durable.escalations import ESCALATED, REMINDED, Escalations
-from bot.human_input import HumanInputHandler, RequestUpdate
+from bot.human_input import HumanInputHandler, RequestRules, RequestUpdate
 from bot.policies import Policy, load_policy_file
 from bot.policies.deciders import Deciders
 from bot.records import AuditEntry, EscalationState, PendingInput, RequestStatus, Settlement
@@ -119,14 +119,13 @@ class Worker:
 async def start_worker(database: Database, policy: Path, name: str) -> Worker:
     store = await open_store(database.url, schema=database.schema)
     deciders = Deciders(Policy.from_file(load_policy_file(policy), frozenset(), frozenset()))
-    handler = HumanInputHandler(store=store, worker_id=name, hold_seconds=1.0)
-    handler.escalation_start = deciders.escalation_start
-    handler.audience_of = deciders.audience
+    rules = RequestRules(escalation_start=deciders.escalation_start, audience=deciders.audience)
+    handler = HumanInputHandler(store=store, worker_id=name, hold_seconds=1.0, rules=rules)
     router = Router(store=store, handler_for=lambda _: handler, handlers=(handler,),
                     deciders=deciders)  # fmt: skip
     # Rechecked often: a request another worker made cannot poke this worker's sweep.
     escalations = Escalations(EscalationTables(store), router, recheck_interval=0.05)
-    handler.on_escalation_armed = escalations.poke
+    handler.add_escalation_listener(escalations.poke)
     worker = Worker(store, handler, escalations)
 
     async def observe(update: RequestUpdate) -> None:

@@ -231,7 +231,7 @@ async def test_a_request_left_by_a_shutdown_is_taken_by_the_next_waiter(
     pending = await holder.handler.create(TOOL, ARGS)
     cut = asyncio.create_task(holder.handler.wait(pending.pending_id, timeout=30))
     await asyncio.sleep(0)
-    holder.handler.suspended = True
+    holder.handler.suspend()
     cut.cancel()
     with pytest.raises(asyncio.CancelledError):
         await cut
