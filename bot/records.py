@@ -13,11 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
-
-if TYPE_CHECKING:
-    from bot.human_input.deadlines import DeadlineQueue
-    from bot.human_input.waiter import Wait
+from typing import Any, NoReturn, Protocol
 
 
 class RequestStatus(StrEnum):
@@ -108,8 +104,10 @@ class PendingInput:
     # a second: cancelling one leaves the others waiting); the deadline queue it is armed in
     # and its deadline on the loop's clock (deadlines.py); the seconds a timeout's message
     # names; bit flags.
-    _waiters: Wait | list[Wait] | None = field(default=None, init=False, repr=False, compare=False)
-    _timer: DeadlineQueue | None = field(default=None, init=False, repr=False, compare=False)
+    # The primitive's own slots (bot/human_input: its waits, the deadline queue holding the
+    # request), typed there: the record, ranked below it, cannot name their types.
+    _waiters: Any = field(default=None, init=False, repr=False, compare=False)
+    _timer: Any = field(default=None, init=False, repr=False, compare=False)
     _deadline: float = field(default=0.0, init=False, repr=False, compare=False)
     _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)
     _flags: int = field(default=0, init=False, repr=False, compare=False)

@@ -91,3 +91,21 @@ def test_rendering_and_parsing_are_pure(relative: str) -> None:
     imports = _imports(path)
     for io in ("aiohttp", "bot.store", "slack_sdk.web", "slack_bolt", "sqlalchemy", "asyncio"):
         assert not _uses(imports, io), f"{relative} imports {io}"
+
+
+def _public_classes(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    return [n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_")]
+
+
+def test_no_two_public_classes_share_a_name() -> None:
+    """One name, one thing, in the server's packages. bot/client/ is left out: its models
+    mirror the HTTP API's wire types by name (adapters/api/models.py) on purpose."""
+    where: dict[str, list[str]] = {}
+    for path in _python_files("bot") + _python_files("adapters"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("bot/client/"):
+            continue
+        for name in _public_classes(path):
+            where.setdefault(name, []).append(relative)
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}

@@ -25,6 +25,7 @@ from microsoft_teams.api import ApiClient
 from adapters.teams.text import MAX_REFRESH_USERS
 from bot import RenderState, RequestUpdate
 from bot.policies.directory import Directory, GroupUnreadable
+from bot.policies.escalation import Audience
 
 __all__ = ["LOOKUP_SECONDS", "Known", "RefreshList", "is_teams_user_id"]
 
@@ -95,7 +96,7 @@ class RefreshList:
         """The AAD object ids the request's rule names: its Teams users and the members of
         its Entra groups (as far as its escalation went)."""
         audience = update.audience
-        if audience is None:
+        if not isinstance(audience, Audience):  # None: no policy rule names anyone
             return []
         found: list[str] = []
         for principal in audience.approvers:

@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
-import socket
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.failures import RepeatedFailures
+from bot.human_input.worker import worker_name
 from bot.records import RunRecord, StoreUnavailableError
 
 log = logging.getLogger(__name__)
@@ -58,11 +56,6 @@ class LeaseRows(Protocol):
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]:
         """Active runs whose lease lapsed: their worker is gone."""
         ...
-
-
-def worker_name() -> str:
-    """Unique per process: host, pid and a random part (pids are reused after restarts)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class RunLeases:

@@ -22,7 +22,7 @@ anyone is told. A policy's rules for requests come in as `RequestRules` (rules.p
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.human_input.awaited import AwaitedSettles
 from bot.human_input.checks import AnswerChecks
@@ -39,20 +39,18 @@ from bot.human_input.scopes import NOTIFIER_BUDGET_SECONDS, Scopes
 from bot.human_input.settler import Settler
 from bot.human_input.snapshots import (
     AnswerValidator,
+    AudienceView,
     Notifier,
     Observer,
     RenderState,
     RequestUpdate,
+    TallyView,
 )
 from bot.human_input.tasks import Tasks
 from bot.human_input.waiter import Wait
 from bot.human_input.waiters import Waiters
 from bot.human_input.worker import HOLD_SECONDS, Worker
 from bot.records import PendingInput, RequestStatus
-
-if TYPE_CHECKING:
-    from bot.policies.escalation import Audience
-    from bot.policies.tally import Tally
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
@@ -371,7 +369,7 @@ class HumanInputHandler:
         request.run_outcome = run_outcome
         self._observers.notify(request)
 
-    async def show_tally(self, pending_id: str, tally: Tally) -> None:
+    async def show_tally(self, pending_id: str, tally: TallyView) -> None:
         """Show the votes so far on a request still open (a rule needing several people,
         bot/policies/tally.py): observers are told the request again, after its earlier
         updates, with `tally`, so every copy of its message shows it. The votes are rows the
@@ -381,7 +379,10 @@ class HumanInputHandler:
             self._observers.notify(request, tally)
 
     def show_again(
-        self, record: PendingInput, tally: Tally | None = None, audience: Audience | None = None
+        self,
+        record: PendingInput,
+        tally: TallyView | None = None,
+        audience: AudienceView | None = None,
     ) -> None:
         """Show an open request again as `record` (just read from the store) has it: its
         votes so far (`tally`), a step of its escalation (`audience.fired`). Observers are

@@ -5,15 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from bot.human_input.snapshots import Observer, RequestUpdate
+from bot.human_input.snapshots import AudienceView, Observer, RequestUpdate, TallyView
 from bot.human_input.tasks import Tasks, in_callback
 from bot.records import PendingInput, RequestStatus
-
-if TYPE_CHECKING:
-    from bot.policies.escalation import Audience
-    from bot.policies.tally import Tally
 
 PENDING = RequestStatus.PENDING
 
@@ -25,7 +20,7 @@ class Observers:
     request under its policy (bot/human_input/rules.py), shown in every message of it."""
 
     def __init__(
-        self, tasks: Tasks, audience_of: Callable[[PendingInput], Audience | None] | None
+        self, tasks: Tasks, audience_of: Callable[[PendingInput], AudienceView | None] | None
     ) -> None:
         self._tasks = tasks
         self._audience_of = audience_of
@@ -39,7 +34,10 @@ class Observers:
         return lambda: self._observers.remove(observer)
 
     def notify(
-        self, request: PendingInput, tally: Tally | None = None, audience: Audience | None = None
+        self,
+        request: PendingInput,
+        tally: TallyView | None = None,
+        audience: AudienceView | None = None,
     ) -> None:
         """Queue the request's current state (with the votes so far, and who may answer it
         under its policy, if known) for the observers, in order: each observer has finished

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bot.human_input.snapshots import AudienceView
 from bot.records import PendingInput
-
-if TYPE_CHECKING:
-    from bot.policies.escalation import Audience
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +28,7 @@ class RequestRules:
     escalation_start: Callable[[str, dict[str, Any]], float | None] | None = None
     # Who may answer an open request and how far its escalation went, as its message shows
     # them (bot/policies/escalation.py).
-    audience: Callable[[PendingInput], Audience | None] | None = None
+    audience: Callable[[PendingInput], AudienceView | None] | None = None
 
 
 NO_RULES = RequestRules()

@@ -8,11 +8,11 @@ request: `snapshot(view, request)` copies the fields the view declares, by name.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.errors import (
     ExpiredWithAnswerError,
@@ -21,6 +21,7 @@ from bot.errors import (
     UndeliverableError,
 )
 from bot.records import PendingInput, RequestStatus
+from bot.words.phrases import Phrase
 
 
 class RenderState(StrEnum):
@@ -74,8 +75,35 @@ def undeliverable_message(reason: str) -> str:
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from bot.policies.escalation import Audience
-    from bot.policies.tally import Tally
+
+class TallyView(Protocol):
+    """The votes an update shows (bot/policies/tally.py's `Tally`, which the primitive carries
+    to the observers without reading): who approved, who declined, the line saying so."""
+
+    @property
+    def approvers(self) -> tuple[str, ...]: ...
+
+    @property
+    def decliners(self) -> tuple[str, ...]: ...
+
+    @property
+    def line(self) -> Phrase: ...
+
+
+class AudienceView(Protocol):
+    """Who may answer, as an update shows it (bot/policies/escalation.py's `Audience`)."""
+
+    @property
+    def fired(self) -> object | None:
+        """The escalation step this update announces, if it announces one."""
+        ...
+
+    def who(self, actor_id: str | None) -> Phrase | None: ...
+
+    def notes(self) -> Phrase | None: ...
+
+    def ping(self, actor_id: str | None, voted: Sequence[str] = ()) -> Phrase | None: ...
+
 
 V = TypeVar("V", bound="DataclassInstance")
 
@@ -134,22 +162,22 @@ class RequestUpdate:
     run_outcome: str | None = None  # what came of the answer (a gated tool's run), once known
     # The votes so far on an open request several people decide (bot/policies/tally.py):
     # not the request's own, so the router gives it (from the votes' rows) when it has one.
-    tally: Tally | None = None
+    tally: TallyView | None = None
     # A copy of the request shown in a room other than its own (`room_id` is the copy's; a
     # policy's `deliver`, bot/policies/delivery.py): its message is kept apart from the
     # request's own, and a copy that cannot be posted never makes the request undeliverable.
     copy: bool = False
     # Who may answer an open request under its policy rule and how far its escalation went
     # (bot/policies/escalation.py); `audience.fired` on the update announcing a step just fired.
-    audience: Audience | None = None
+    audience: AudienceView | None = None
 
     @classmethod
     def of(
         cls,
         request: PendingInput,
         state: RenderState | None = None,
-        tally: Tally | None = None,
-        audience: Audience | None = None,
+        tally: TallyView | None = None,
+        audience: AudienceView | None = None,
     ) -> RequestUpdate:
         """The request as it stands (in `state`, if given, rather than its status's)."""
         state = state or STATE_OF_STATUS[request.status]

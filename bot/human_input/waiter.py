@@ -17,16 +17,38 @@ this one runs in its place (`_inner`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from contextvars import Context
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bot.human_input.snapshots import outcome
 from bot.records import PendingInput, RequestStatus
 
-if TYPE_CHECKING:
-    from bot.human_input.waiters import Waiters
+
+class WaitRoom(Protocol):
+    """What a wait asks of the handler's waiters (bot/human_input/waiters.py's `Waiters`),
+    declared here so the two modules do not import each other."""
+
+    @property
+    def active(self) -> Mapping[str, PendingInput]: ...
+
+    @property
+    def settled(self) -> Mapping[str, PendingInput]: ...
+
+    @property
+    def store(self) -> object | None: ...
+
+    async def wait_stored(self, pending_id: str, timeout: float) -> str: ...
+
+    def add(
+        self, request: PendingInput, timeout: float, waiter: Wait, loop: asyncio.AbstractEventLoop
+    ) -> None: ...
+
+    def withdraw(self, request: PendingInput, waiter: Wait) -> None: ...
+
+    def retire(self, request: PendingInput) -> None: ...
+
 
 # Its states: not yet stepped; blocked on its request; woken by the settle; its task was
 # cancelled; running the store's coroutine in its place; finished.
@@ -49,7 +71,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         "_waiters",
     )
 
-    def __init__(self, waiters: Waiters, key: str | PendingInput, timeout: float) -> None:
+    def __init__(self, waiters: WaitRoom, key: str | PendingInput, timeout: float) -> None:
         """`key`: the request's id, or the request (once read from the store)."""
         self._waiters = waiters
         # The id (or the request) until it starts; the store's coroutine while it runs that.

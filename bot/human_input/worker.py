@@ -7,12 +7,20 @@ holds, and the loop time until which the others surely see it alive (its heartbe
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from bot.durable.leases import worker_name
 from bot.human_input.ports import HandlerStore
 from bot.records import FOREIGN, HELD, PendingInput, RequestStatus, Settlement
+
+
+def worker_name() -> str:
+    """Unique per process: host, pid and a random part (pids are reused after restarts)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
 
 # How long other workers wait for a silent holder before settling its requests themselves.
 HOLD_SECONDS = 4.0

@@ -19,6 +19,7 @@ from bot.durable.escalations import ESCALATED, REMINDED, Escalations
 from bot.human_input import HumanInputHandler, RequestRules, RequestUpdate
 from bot.policies import Policy, load_policy_file
 from bot.policies.deciders import Deciders
+from bot.policies.escalation import Audience
 from bot.records import AuditEntry, EscalationState, PendingInput, RequestStatus, Settlement
 from bot.requests.router import Router
 from bot.store import SqlStore, open_store
@@ -180,7 +181,7 @@ async def test_two_workers_fire_each_step_once(workers: list[Worker]) -> None:
     record = await a.store.get_request(request.id)
     assert record is not None and (record.escalation_step, record.next_escalation_at) == (2, None)
     fired = [u.audience.fired.index for w in workers for u in w.heard
-             if u.audience is not None and u.audience.fired is not None]  # fmt: skip
+             if isinstance(u.audience, Audience) and u.audience.fired is not None]  # fmt: skip
     assert sorted(fired) == [0, 1]  # each step told once, by the worker that fired it
     await a.handler.answer(request.id, '{"approved": true}', by="U0CAROL001")
 
