@@ -77,7 +77,7 @@ class TeamsAdapter:
     ) -> None:
         """`router` decides every answer (one per service, shared by its surfaces); without
         one, the adapter builds its own from the store, the bridge, the policy and the tools.
-        `grants` are listed and revoked with `@bridge hitl grants` (bot/commands.py);
+        `grants` are listed and revoked with `@bridge hitl grants` (bot/commands/);
         `copies` keeps where a request's copies (a policy's `deliver`) were posted."""
         self.config = config
         self.http = AiohttpAdapter()

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "channel"
 PERSONAL = "personal"
-COMMAND = "hitl"  # "@bridge hitl grants": the commands of bot/commands.py
+COMMAND = "hitl"  # "@bridge hitl grants": the commands of bot/commands/
 
 
 def room_of(message: MessageActivity) -> TeamsRoom:
