@@ -25,6 +25,8 @@ from bot.tools.mcp_tools import McpServerSource
 from bot.tools.setup import AgentTools
 from tests.bot.tools.servers import http, http_server, started, stdio
 
+pytestmark = pytest.mark.subprocess  # the MCP test server runs as a process over stdio
+
 PROTOCOLS = ["auto", "legacy"]
 TURN = ToolCallContext(
     room_id="slack:C1:1700000000.000100", channel_id="slack", tool_call_id="toolu_1",

@@ -18,6 +18,8 @@ from bot.tools import AITool
 from bot.tools.setup import AgentTools, ApprovalRule, build_tool_handler
 from tests.bot.tools.servers import SERVER, until
 
+pytestmark = pytest.mark.subprocess  # the MCP test server runs as a process over stdio
+
 MODULE = "tests.bot.tools.sample_tools"
 
 
