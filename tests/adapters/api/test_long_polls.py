@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import aiohttp
 
-from bot.long_polls import LongPolls
 from bot.store.doors import DoorTables
 from bot.tokens import Tokens
-from tests.adapters.api.test_api import APPROVAL, JSON, TO, Api, start
+from tests.adapters.api.test_api import APPROVAL, JSON, TO, Api, held, start
 from tests.adapters.slack.conftest import WAIT, Env, StartEnv
 
 
@@ -21,19 +19,6 @@ async def started(start_env: StartEnv, **settings: Any) -> tuple[Env, Api, str]:
     env, api = await start(start_env, **settings)
     other, _ = await Tokens(DoorTables(env.store)).create("other-agent")
     return env, api, other
-
-
-def polls_of(env: Env) -> LongPolls:
-    assert env.server.service.doors is not None
-    return env.server.service.doors.doors.polls
-
-
-async def held(env: Env, count: int, requester: str | None = None) -> None:
-    """Until the worker holds `count` polls (of `requester`'s, given one)."""
-    deadline = time.monotonic() + WAIT
-    while polls_of(env).held(requester) != count:
-        assert time.monotonic() < deadline, f"never {count} polls held"
-        await asyncio.sleep(0.01)
 
 
 async def poll(api: Api, request_id: str, token: str, wait: float) -> tuple[int, JSON, str | None]:
