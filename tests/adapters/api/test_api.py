@@ -170,6 +170,7 @@ async def test_a_cancelled_request_says_so_in_its_message(api: Api) -> None:
     assert again == (200, cancelled)  # settled already: left as it is
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_a_request_expires(start_env: StartEnv) -> None:
     _, api = await start(start_env)
     _, made = await api.create(timeout_seconds=1)
@@ -262,6 +263,7 @@ async def test_requests_listed_newest_first_by_page_and_filter(api: Api) -> None
     assert none == {"requests": [], "next": None}
 
 
+@pytest.mark.slow  # a retry's backoff
 async def test_a_settle_is_posted_to_the_callback_signed_and_retried(
     start_env: StartEnv,
 ) -> None:

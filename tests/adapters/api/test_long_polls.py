@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import aiohttp
+import pytest
 
 from bot.store.doors import DoorTables
 from bot.tokens import Tokens
@@ -74,6 +75,7 @@ async def test_a_poll_over_the_workers_cap_is_429(start_env: StartEnv) -> None:
     await held(env, 0)
 
 
+@pytest.mark.slow  # a poll's end is waited for
 async def test_a_client_gone_mid_poll_frees_its_slot(start_env: StartEnv) -> None:
     env, api, _ = await started(start_env, HITL_LONG_POLLS_PER_TOKEN=1)
     mine = (await api.create())[1]["id"]

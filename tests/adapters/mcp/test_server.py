@@ -129,6 +129,7 @@ async def test_a_declined_request_is_a_tool_error_with_the_reason(
                                                                     PERSON)  # fmt: skip
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_an_expired_request_says_expired(bridge: Served) -> None:
     async with connected(bridge) as client:
         result = await call(client, "ask_question", question="Anyone?", timeout_seconds=1,
@@ -177,6 +178,7 @@ async def test_permission_prompt_denies_with_the_reason(bridge: Served, mode: st
     assert json.loads(text(result)) == denied
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_permission_prompt_waits_until_the_request_expires(bridge: Served) -> None:
     async with connected(bridge) as client:
         prompt = asyncio.create_task(client.call_tool(
@@ -189,6 +191,7 @@ async def test_permission_prompt_waits_until_the_request_expires(bridge: Served)
     assert message.startswith("Expired: ")
 
 
+@pytest.mark.slow  # a deadline passes
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_abandoned_permission_prompt_is_withdrawn(bridge: Served, mode: str) -> None:
     async with connected(bridge, mode) as client:
