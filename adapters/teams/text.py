@@ -118,7 +118,9 @@ def cut(text: str, limit: int) -> str:
     budget = limit - byte_length(ELLIPSIS)
     if budget < 0:
         return ""
-    tokens = _TOKEN.findall(text)
+    # A token is a byte or more and two characters at most: what fits is among the first
+    # `budget` + 1, which lie (whole, as in the full text) within its first 2 * budget + 4.
+    tokens = _TOKEN.findall(text, 0, 2 * budget + 4)
     fits, over = 0, len(tokens)  # the longest run of whole tokens within `budget`, bisected
     while fits < over:
         middle = (fits + over + 1) // 2
