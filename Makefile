@@ -1,9 +1,20 @@
 # Quick start: `make run` (the demo on the embedded SQLite store) and `make test`.
+# While working: `make check` (lint, types and the fast tests, in under two minutes).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-dev browser run serve test lint typecheck pytest bench clean
+# Bytecode is written: the tests start `hitl-bridge` as a process hundreds of times, and each
+# start would compile every module again without it.
+unexport PYTHONDONTWRITEBYTECODE
+
+# The tests `make check` runs: none that is slow, drives a browser, needs PostgreSQL or starts
+# a process (the markers: pyproject.toml; tests/conftest.py fails a process started unmarked).
+FAST := not slow and not browser and not postgres and not subprocess
+# On every core (pytest-xdist; more workers than cores measured no faster here).
+PARALLEL := -n auto
+
+.PHONY: install install-dev browser run serve test check fast lint typecheck pytest bench clean
 
 # Two stamps: `make run`, `make serve` and `make bench` install the runtime dependencies only;
 # the checks add the developer extras (pytest, mypy, ruff, the examples' agent frameworks,
@@ -45,10 +56,23 @@ lint: install-dev
 typecheck: install-dev
 	$(BIN)/mypy
 
+# Every test, as CI runs them: pytest's last line is the run's time, above it the slowest.
 pytest: install-dev browser
-	$(BIN)/pytest
+	$(BIN)/pytest $(PARALLEL) --durations=15
 
-test: lint typecheck pytest
+# Lint, types and tests run side by side (mypy takes one core, for a minute when its cache is
+# cold; the tests print as they go); any of them failing fails the target.
+SIDE_BY_SIDE := $(MAKE) --no-print-directory -j3
+
+test: install-dev
+	@$(SIDE_BY_SIDE) lint typecheck pytest
+
+# The working loop: the same, with the fast tests only.
+check: install-dev
+	@$(SIDE_BY_SIDE) lint typecheck fast
+
+fast: install-dev
+	$(BIN)/pytest $(PARALLEL) -m "$(FAST)"
 
 bench: install
 	$(BIN)/python bench/human_input_bench.py

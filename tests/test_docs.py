@@ -86,6 +86,7 @@ async def run_python(
     return subprocess.CompletedProcess([], process.returncode, out.decode(), err.decode())
 
 
+@pytest.mark.subprocess  # each block runs as a script
 @pytest.mark.parametrize("block", blocks("python"), ids=ids(blocks("python")))
 async def test_python_blocks_run(block: Block, tmp_path: Path) -> None:
     env = {"HITL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}"}
@@ -100,6 +101,7 @@ async def test_python_blocks_run(block: Block, tmp_path: Path) -> None:
     assert "Traceback" not in ran.stderr
 
 
+@pytest.mark.subprocess  # bash -n
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to parse with")
 @pytest.mark.parametrize("block", blocks("sh"), ids=ids(blocks("sh")))
 def test_shell_blocks_parse(block: Block) -> None:
@@ -164,6 +166,7 @@ def _tracked_files() -> list[Path]:
     return [p for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.parts)]
 
 
+@pytest.mark.subprocess  # git ls-files
 def test_nothing_points_outside_the_repository() -> None:
     found = []
     for path in _tracked_files():

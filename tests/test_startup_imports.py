@@ -17,6 +17,8 @@ import pytest
 
 import bot
 
+pytestmark = pytest.mark.subprocess  # each import is measured in a fresh process
+
 ROOT = Path(__file__).resolve().parents[1]
 # The model SDK, MCP, the chat SDKs, the admin console's templates, the HTTP server and client.
 SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp")

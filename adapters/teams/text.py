@@ -57,16 +57,11 @@ _TOKEN = re.compile(rf"\\.|.{_WJ}|.", re.DOTALL)
 
 
 def byte_length(text: str) -> int:
-    """What `text` adds to a card: its UTF-8 bytes inside a JSON string (escapes counted)."""
-    return sum(_char_bytes(char) for char in text)
-
-
-def _char_bytes(char: str) -> int:
-    if char in '"\\\n\t\r\b\f':
-        return 2
-    if char < " ":
-        return 6  # \u00XX
-    return len(char.encode("utf-8", "surrogatepass"))
+    """What `text` adds to a card: its UTF-8 bytes inside a JSON string (escapes counted: `"`,
+    `\\` and \\n-style controls take 2, other controls 6 as \\u00XX), as the encoder counts
+    them (in C: cards measure long texts many times over)."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return len(quoted.encode("utf-8", "surrogatepass")) - 2  # less the quotes
 
 
 def card_size(card: Mapping[str, Any]) -> int:
@@ -123,14 +118,17 @@ def cut(text: str, limit: int) -> str:
     budget = limit - byte_length(ELLIPSIS)
     if budget < 0:
         return ""
-    kept: list[str] = []
-    used = 0
-    for token in _TOKEN.findall(text):
-        used += byte_length(token)
-        if used > budget:
-            break
-        kept.append(token)
-    return "".join(kept).rstrip() + ELLIPSIS
+    # A token is a byte or more and two characters at most: what fits is among the first
+    # `budget` + 1, which lie (whole, as in the full text) within its first 2 * budget + 4.
+    tokens = _TOKEN.findall(text, 0, 2 * budget + 4)
+    fits, over = 0, len(tokens)  # the longest run of whole tokens within `budget`, bisected
+    while fits < over:
+        middle = (fits + over + 1) // 2
+        if byte_length("".join(tokens[:middle])) <= budget:
+            fits = middle
+        else:
+            over = middle - 1
+    return "".join(tokens[:fits]).rstrip() + ELLIPSIS
 
 
 def teams_text(text: str, limit: int) -> str:

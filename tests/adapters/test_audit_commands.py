@@ -95,6 +95,7 @@ def test_export_to_a_file_and_to_stdout_and_the_export_is_audited(
     assert f'"rows": {expected}' in exported[1] and '"room": "slack:C1:1.0"' in exported[1]
 
 
+@pytest.mark.subprocess  # `audit verify` runs as a process
 def test_verify_names_the_changed_row_and_exits_1(database: str, tmp_path: Path) -> None:
     ok = hitl(tmp_path, "audit", "verify", HITL_DATABASE_URL=database)
     assert ok.returncode == 0 and ok.stderr == ""
@@ -141,6 +142,7 @@ def _reorder_42_43(conn: Connection) -> None:  # places swapped, hashes kept
     conn.execute(update(audit).where(audit.c.id == first.id).values(chain_seq=43))
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(("change", "named"), [
     pytest.param(_delete_42, "(chain_seq 43, ", id="deleted"),
     pytest.param(_insert_backdated, f"(chain_seq {2 * COUNT - COUNT // 5 + 1}, request.resolved",

@@ -22,6 +22,8 @@ from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
 from bot.store.doors import DoorTables
 
+pytestmark = pytest.mark.subprocess  # each command runs as a process
+
 CLEAN = ("HITL_", "SLACK_", "ANTHROPIC_", "TEAMS_")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("hitl-bridge")  # the installed console script

@@ -50,6 +50,8 @@ from tests.fakes.anthropic_api import reply_text, reply_tool_use
 from tests.fakes.bot_connector import cards_of
 from tests.fakes.slack_signing import event_callback, message_event
 
+pytestmark = pytest.mark.subprocess  # `hitl-bridge serve` runs as worker processes
+
 FINAL = "All done, thanks."
 APPROVAL = {"action": "Deploy v2", "reason": "Release day"}
 ANSWERED = f"Answered by <@{ALICE}>"

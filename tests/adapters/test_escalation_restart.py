@@ -20,6 +20,8 @@ from tests.adapters.workers import CHANNEL, WAIT, Cluster, Thread, cluster, even
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 from tests.fakes.slack_api import BOT_USER_ID
 
+pytestmark = pytest.mark.subprocess  # `hitl-bridge serve` runs as worker processes
+
 BOB = "U0BOB00001"
 CAROL = "U0CAROL001"
 FINAL = "All done, thanks."

@@ -40,6 +40,8 @@ from tests.fakes.slack_signing import (
     view_submission_payload,
 )
 
+pytestmark = pytest.mark.slow  # every route fuzzed by hypothesis
+
 T = TypeVar("T")
 EXAMPLES = 200
 REQUEST_ID = "0123456789abcdef01234567"

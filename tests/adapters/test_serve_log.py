@@ -14,6 +14,8 @@ from tests.adapters.test_cli import hitl
 from tests.adapters.workers import ALICE, SECRET, Cluster, api_key, cluster, eventually
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
+pytestmark = pytest.mark.subprocess  # `hitl-bridge serve` runs as worker processes
+
 ADMIN_TOKEN = "admin-token-not-to-be-logged-0123456789"
 
 

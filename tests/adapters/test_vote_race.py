@@ -28,6 +28,8 @@ from tests.adapters.workers import (
 )
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
 
+pytestmark = pytest.mark.subprocess  # `hitl-bridge serve` runs as worker processes
+
 BOB = "U0BOB00001"
 CAROL = "U0CAROL001"
 FINAL = "All done, thanks."

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # the benchmark runs as a process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -13,6 +13,8 @@ from examples.langgraph import graph
 from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
 from tests.examples.readme import checked, run_as_told
 
+pytestmark = pytest.mark.subprocess  # the README's commands run as processes
+
 WITHIN = 10.0  # seconds a run may take here
 FEEDBACK = "Say 'within 24 hours' and link the payouts FAQ."
 

@@ -15,6 +15,8 @@ from examples.openai_agents import agent
 from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
 from tests.examples.readme import checked, run_as_told
 
+pytestmark = pytest.mark.subprocess  # the README's commands run as processes
+
 WITHIN = 10.0  # seconds a run may take here
 CALL = 'deploy({"service": "payments", "version": "v2"})'
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from aiohttp import web
 from openapi_spec_validator import validate as validate_openapi
 
 from adapters.api.webhooks import signature
+from bot.doors.long_polls import LongPolls
 from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
 from tests.adapters.slack.conftest import (
@@ -93,6 +95,19 @@ async def posted(env: Env, request_id: str) -> JSON:
     return await env.slack.wait_for(lambda: env.slack.message(where["channel"], where["ts"]), WAIT)
 
 
+def polls_of(env: Env) -> LongPolls:
+    assert env.server.service.doors is not None
+    return env.server.service.doors.doors.polls
+
+
+async def held(env: Env, count: int, requester: str | None = None) -> None:
+    """Until the worker holds `count` polls (of `requester`'s, given one)."""
+    deadline = time.monotonic() + WAIT
+    while polls_of(env).held(requester) != count:
+        assert time.monotonic() < deadline, f"never {count} polls held"
+        await asyncio.sleep(0.01)
+
+
 def test_the_document_is_valid_openapi_3_1() -> None:
     from adapters.api.openapi import openapi_document
 
@@ -108,7 +123,7 @@ async def test_a_request_made_waits_on_a_long_poll_woken_by_the_click(api: Api) 
     assert has_actions(message) and "Deploy v2 to production" in json.dumps(message)
 
     polled = asyncio.create_task(api.call("GET", f"/requests/{made['id']}", wait=30))
-    await asyncio.sleep(0.2)
+    await held(api.env, 1)
     assert not polled.done()  # still waiting: nobody answered
     refused = await api.env.click(message, "hitl_approve", user=STRANGER)  # not theirs
     assert refused.status == 200 and not polled.done()
@@ -155,6 +170,7 @@ async def test_a_cancelled_request_says_so_in_its_message(api: Api) -> None:
     assert again == (200, cancelled)  # settled already: left as it is
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_a_request_expires(start_env: StartEnv) -> None:
     _, api = await start(start_env)
     _, made = await api.create(timeout_seconds=1)
@@ -247,6 +263,7 @@ async def test_requests_listed_newest_first_by_page_and_filter(api: Api) -> None
     assert none == {"requests": [], "next": None}
 
 
+@pytest.mark.slow  # a retry's backoff
 async def test_a_settle_is_posted_to_the_callback_signed_and_retried(
     start_env: StartEnv,
 ) -> None:

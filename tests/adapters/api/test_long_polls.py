@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import aiohttp
+import pytest
 
-from bot.doors.long_polls import LongPolls
 from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from tests.adapters.api.test_api import APPROVAL, JSON, TO, Api, start
+from tests.adapters.api.test_api import APPROVAL, JSON, TO, Api, held, start
 from tests.adapters.slack.conftest import WAIT, Env, StartEnv
 
 
@@ -21,19 +20,6 @@ async def started(start_env: StartEnv, **settings: Any) -> tuple[Env, Api, str]:
     env, api = await start(start_env, **settings)
     other, _ = await Tokens(DoorTables(env.store)).create("other-agent")
     return env, api, other
-
-
-def polls_of(env: Env) -> LongPolls:
-    assert env.server.service.doors is not None
-    return env.server.service.doors.doors.polls
-
-
-async def held(env: Env, count: int, requester: str | None = None) -> None:
-    """Until the worker holds `count` polls (of `requester`'s, given one)."""
-    deadline = time.monotonic() + WAIT
-    while polls_of(env).held(requester) != count:
-        assert time.monotonic() < deadline, f"never {count} polls held"
-        await asyncio.sleep(0.01)
 
 
 async def poll(api: Api, request_id: str, token: str, wait: float) -> tuple[int, JSON, str | None]:
@@ -89,6 +75,7 @@ async def test_a_poll_over_the_workers_cap_is_429(start_env: StartEnv) -> None:
     await held(env, 0)
 
 
+@pytest.mark.slow  # a poll's end is waited for
 async def test_a_client_gone_mid_poll_frees_its_slot(start_env: StartEnv) -> None:
     env, api, _ = await started(start_env, HITL_LONG_POLLS_PER_TOKEN=1)
     mine = (await api.create())[1]["id"]

@@ -16,6 +16,8 @@ from bot.store.doors import DoorTables
 from tests.adapters.api.test_api import Api, start
 from tests.adapters.slack.conftest import WAIT, StartEnv
 
+pytestmark = pytest.mark.slow  # a hanging receiver's timeout passes
+
 SETTLED = 60  # token A's requests settled while its receiver hangs
 
 

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # `hitl-bridge demo` runs as a process
+
 ROOT = Path(__file__).resolve().parents[3]
 
 

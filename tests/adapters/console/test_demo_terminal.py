@@ -13,6 +13,10 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # `hitl-bridge demo` runs as a process on a terminal
+
 ROOT = Path(__file__).resolve().parents[3]
 PATIENCE = 120.0  # seconds, a bound on a hung demo (a slow machine is not a failure)
 QUESTION = "  Your answer> "  # the scripted model's first request, a question

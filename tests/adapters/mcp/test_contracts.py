@@ -76,6 +76,7 @@ async def test_the_bearer_scheme_is_case_insensitive(bridge: Served, scheme: str
         assert response.status != 401, await response.text()
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_an_expired_permission_prompt_names_no_internal_tool(bridge: Served) -> None:
     """It said `Human input timed out after 2s for tool 'approveToolCall'`: a name neither
     the person nor Claude Code ever saw."""

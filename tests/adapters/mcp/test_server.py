@@ -104,7 +104,9 @@ async def test_a_pending_request_is_waited_on_with_await_answer(bridge: Served, 
             call(client, "await_answer", request_id=request_id, wait_seconds=20)
         )
         view = await bridge.person.posted()
-        await asyncio.sleep(0.2)  # the await is under way before the person answers
+        async with asyncio.timeout(WAIT):  # the await is under way before the person answers
+            while bridge.doors.polls.held() != 1:  # noqa: ASYNC110  (a count, not an event)
+                await asyncio.sleep(0.01)
         await bridge.person.press(view.request_id, Verb.ANSWER, {"answer": "yes"})
         answered = await waiting
     assert answered.structured_content == {
@@ -127,6 +129,7 @@ async def test_a_declined_request_is_a_tool_error_with_the_reason(
                                                                     PERSON)  # fmt: skip
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_an_expired_request_says_expired(bridge: Served) -> None:
     async with connected(bridge) as client:
         result = await call(client, "ask_question", question="Anyone?", timeout_seconds=1,
@@ -175,6 +178,7 @@ async def test_permission_prompt_denies_with_the_reason(bridge: Served, mode: st
     assert json.loads(text(result)) == denied
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_permission_prompt_waits_until_the_request_expires(bridge: Served) -> None:
     async with connected(bridge) as client:
         prompt = asyncio.create_task(client.call_tool(
@@ -187,6 +191,7 @@ async def test_permission_prompt_waits_until_the_request_expires(bridge: Served)
     assert message.startswith("Expired: ")
 
 
+@pytest.mark.slow  # a deadline passes
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_abandoned_permission_prompt_is_withdrawn(bridge: Served, mode: str) -> None:
     async with connected(bridge, mode) as client:

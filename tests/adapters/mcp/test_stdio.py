@@ -28,6 +28,8 @@ from tests.adapters.mcp.served import (
     text,
 )
 
+pytestmark = pytest.mark.subprocess  # the MCP proxy runs as a process over stdio
+
 ROOT = Path(__file__).resolve().parents[3]
 PROXY = [sys.executable, "-m", "adapters.mcp.stdio"]
 # A Python process importing the SDKs (uncompiled, PYTHONDONTWRITEBYTECODE) on a loaded 2-core

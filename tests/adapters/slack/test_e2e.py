@@ -644,6 +644,7 @@ async def test_a_rate_limited_edit_is_retried_and_lands(env: Env) -> None:
     assert len(env.slack.calls_to("chat.update")) == 3  # executing, the 429, complete
 
 
+@pytest.mark.slow  # three Retry-After: 1 waits
 async def test_clicks_are_acked_before_the_slow_work(env: Env) -> None:
     """Slack waits 3 s for the ack: it must not wait for our Web API calls (made slow here by
     429s with Retry-After: 1, which slack_sdk sleeps through before trying again)."""

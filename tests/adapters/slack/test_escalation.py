@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.durable.escalations import ESCALATED, REMINDED
 from tests.adapters.slack.conftest import ALICE, CHANNEL, JSON, WAIT, Env, StartEnv, has_actions
 from tests.adapters.slack.test_e2e import FINAL, answered_by, start_turn
@@ -86,6 +88,7 @@ async def test_a_reminder_edits_the_message_and_pings_once(
     assert json.loads(env.tool_result(2)["content"]) == {"approved": True}
 
 
+@pytest.mark.slow  # an escalation's deadline passes
 async def test_an_approvers_step_lets_the_added_approver_answer(
     start_env: StartEnv, tmp_path: Path
 ) -> None:

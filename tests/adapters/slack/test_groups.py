@@ -64,6 +64,7 @@ async def test_a_transient_error_is_retried(fake: FakeSlack, groups: SlackGroups
     assert len(fake.calls_to(METHOD)) == 2
 
 
+@pytest.mark.slow  # the retries' backoff
 async def test_slack_unreachable_is_unreadable() -> None:
     with socket.socket() as closed:  # a loopback port nobody listens on
         closed.bind(("127.0.0.1", 0))

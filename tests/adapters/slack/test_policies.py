@@ -116,6 +116,7 @@ async def test_a_wrong_policy_file_stops_serve_in_one_line(
     assert said.startswith(f"{policy}:3: rules[0].approvers[0]: ") and "\n" not in said
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_a_rule_s_deadline_is_the_request_s(start_env: StartEnv, tmp_path: Path) -> None:
     env = await served(start_env, tmp_path)  # HITL_TIMEOUT_SECONDS is 30 here
     confirm = {"title": "Drop the cache?", "message": "All of it", "severity": "warning"}
@@ -126,6 +127,7 @@ async def test_a_rule_s_deadline_is_the_request_s(start_env: StartEnv, tmp_path:
     await thread.settled(message, "Expired")
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_at_the_deadline_the_rule_s_default_answer_applies_as_expired(
     start_env: StartEnv, tmp_path: Path
 ) -> None:

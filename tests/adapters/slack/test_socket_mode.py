@@ -13,6 +13,8 @@ import pytest
 from tests.adapters.workers import START_TIMEOUT, WAIT, Cluster, Worker, cluster
 from tests.fakes.slack_api import BOT_TOKEN
 
+pytestmark = pytest.mark.subprocess  # `hitl-bridge serve` runs as worker processes
+
 OPEN = "apps.connections.open"
 REFUSALS = ["invalid_auth", "not_allowed_token_type", "missing_scope", "token_revoked",
             "account_inactive"]  # fmt: skip

@@ -818,6 +818,7 @@ def test_byte_length_counts_what_json_sends() -> None:
     assert byte_length("😀") == 4
     assert byte_length('"\\\n') == 6
     assert byte_length("\x01") == 6
+    assert byte_length("\x7f\u2028\ud800") == 1 + 3 + 3  # not escaped; a lone surrogate's 3
     assert byte_length("x" * 3) == len(json.dumps("x" * 3, ensure_ascii=False)) - 2
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.durable.escalations import ESCALATED, REMINDED
 from tests.adapters.teams.conftest import (
     ALICE,
@@ -21,6 +23,8 @@ from tests.adapters.teams.conftest import (
     text_of,
 )
 from tests.adapters.teams.test_e2e import FINAL, assert_settled_reply, start_turn
+
+pytestmark = pytest.mark.slow  # a reminder's and an escalation's deadlines pass
 
 POLICY = f"""\
 rules:

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from adapters.teams.groups import EntraGroups
 from bot.records import RequestStatus
@@ -78,6 +79,7 @@ async def test_the_rule_decides_who_may_answer_a_card(start_env: StartEnv, tmp_p
     assert sorted(str(e.actor_id) for e in refused) == sorted([ALICE.aad, STRANGER.aad])
 
 
+@pytest.mark.slow  # its deadline passes
 async def test_at_the_deadline_the_rule_s_default_answer_applies_as_expired(
     start_env: StartEnv, tmp_path: Path
 ) -> None:

@@ -89,7 +89,9 @@ async def test_an_asked_request_is_an_ordinary_one_answered_through_the_router(
         "slack:C01:", "U0ALICE", DOOR_CHANNEL,
     )  # fmt: skip
     polled = asyncio.create_task(door.doors.get("agent", str(made["id"]), wait=30))
-    await asyncio.sleep(0.05)
+    async with asyncio.timeout(WAIT):  # until the poll is held
+        while door.doors.polls.held() != 1:  # noqa: ASYNC110  (a count, not an event)
+            await asyncio.sleep(0.01)
     assert not polled.done()
     assert isinstance(await door.answer(str(made["id"]), Verb.APPROVE, "U0ALICE"), Settled)
     answered = await asyncio.wait_for(polled, WAIT)

@@ -19,6 +19,7 @@ from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import Asked, RequestRecord, RequestStatus
 from bot.requests.view import build_view
 from bot.store import SqlStore, open_store
+from tests.bot.conftest import watch
 
 TOOL = "requestApproval"
 ARGS: dict[str, Any] = {"action": "Delete the cache", "reason": "It is stale"}
@@ -70,7 +71,9 @@ async def test_an_answered_or_withdrawn_request_is_not_given_the_default(
     assert json.loads(await handler.wait(answered.pending_id)) == {"approved": True}
     withdrawn = await handler.create_detached(TOOL, ARGS, timeout=0.05)
     assert handler.release(withdrawn.pending_id)
-    await asyncio.sleep(0.1)  # past both deadlines
+    seen = watch(handler)
+    await handler.create(TOOL, ARGS, timeout=0.05)  # its deadline is after both others'
+    await seen.wait_for(RenderState.EXPIRED)  # so both have passed: timers fire in order
     request = await handler.request(withdrawn.pending_id)
     assert request is not None
     assert (request.status, request.result) == (RequestStatus.CANCELLED, None)

@@ -27,7 +27,7 @@ from bot.human_input import (
 from bot.records import RequestRecord, RequestStatus
 from bot.store import SqlStore, open_store
 from bot.tools.context import ToolCallContext, tool_turn_context
-from tests.bot.conftest import settle_loop
+from tests.bot.conftest import settle_loop, watch, within
 
 TOOL = "AskUserQuestion"
 ARGS: dict[str, Any] = {"question": "Which colour?"}
@@ -211,8 +211,10 @@ async def test_integer_timeout_is_formatted_without_decimals(
 async def test_create_timeout_bounds_a_request_nobody_waits_for(
     handler: HumanInputHandler,
 ) -> None:
+    seen = watch(handler)
     pending = await handler.create(TOOL, ARGS, timeout=0.05)
-    await asyncio.sleep(0.1)
+    await seen.wait_for(RenderState.EXPIRED)
+    await handler.drain()
     assert pending.status is PendingInputStatus.TIMED_OUT
     assert handler.pending == {}
     error = await outcome_of(asyncio.create_task(handler.wait(pending.pending_id)))
@@ -284,12 +286,13 @@ async def test_resolve_before_wait_is_never_lost(retention: int, others_waited: 
     stays in the active set until wait() retires it, so the first wait() gets the answer,
     whatever `retention` is and however many other requests settle meanwhile."""
     handler = HumanInputHandler(retention=retention)
+    seen = watch(handler)
     early = await handler.create(TOOL, ARGS)
     refused = await handler.create(TOOL, ARGS)
     expired = await handler.create(TOOL, ARGS, timeout=0.01)
     assert handler.resolve(early.pending_id, "blue") is True
     assert handler.reject(refused.pending_id, "no") is True
-    await asyncio.sleep(0.05)  # `expired` times out
+    await seen.wait_for(RenderState.EXPIRED)  # `expired` times out
     for i in range(300):
         other = await handler.create(TOOL, ARGS)
         assert handler.resolve(other.pending_id, str(i)) is True
@@ -402,8 +405,9 @@ async def test_a_detached_request_stays_until_released(handler: HumanInputHandle
 async def test_detached_requests_expire_too(handler: HumanInputHandler) -> None:
     recorder = Recorder()
     handler.add_observer(recorder)
+    seen = watch(handler)
     pending = await handler.create_detached(TOOL, ARGS, timeout=0.05)
-    await asyncio.sleep(0.1)
+    await seen.wait_for(RenderState.EXPIRED)
     await handler.drain()
     assert pending.status is PendingInputStatus.TIMED_OUT
     assert handler.pending == {}
@@ -535,12 +539,14 @@ async def test_a_notifier_past_its_budget_denies_nothing() -> None:
     """A hook that overruns its budget is cut off; its late `False` is never heard."""
     handler = HumanInputHandler(notifier_budget=0.05)
     outcomes: list[str] = []
+    cut = asyncio.Event()
 
     async def hanging(event: PendingInputEvent) -> bool:
         try:
-            await asyncio.sleep(0.2)
+            await asyncio.Event().wait()  # past any budget: only its cut ends it
         except asyncio.CancelledError:
             outcomes.append("cut")
+            cut.set()
             raise
         outcomes.append("returned")
         return False
@@ -548,7 +554,7 @@ async def test_a_notifier_past_its_budget_denies_nothing() -> None:
     handler.set_notifier(hanging)
     pending = await handler.create(TOOL, ARGS)
     waiter = await blocked_waiter(handler, pending.pending_id)
-    await asyncio.sleep(0.1)
+    await within(cut.wait())
     assert outcomes == ["cut"]
     assert pending.pending_id in handler.pending
     assert handler.resolve(pending.pending_id, "blue") is True

@@ -18,6 +18,8 @@ from bot.records import AuditEntry
 from bot.store import SqlStore
 from tests.bot.store.generated import START, Generated, generate
 
+pytestmark = pytest.mark.slow  # ten thousand requests
+
 COUNT = 10_000
 
 

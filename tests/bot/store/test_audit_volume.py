@@ -19,6 +19,8 @@ from bot.audit.query import AuditFilter
 from bot.store import SqlStore
 from tests.bot.store.generated import START, Generated, generate
 
+pytestmark = pytest.mark.slow  # ten thousand requests
+
 COUNT = 10_000
 Row = tuple[str, str]  # (request id, action)
 

@@ -164,6 +164,7 @@ async def escalation_lines(store: SqlStore, request_id: str, count: int) -> list
             await asyncio.sleep(0.02)
 
 
+@pytest.mark.slow  # each step's deadline passes
 async def test_two_workers_fire_each_step_once(workers: list[Worker]) -> None:
     a = workers[0]
     for worker in workers:

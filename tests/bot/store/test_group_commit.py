@@ -102,7 +102,9 @@ async def test_a_cancelled_caller_s_write_still_lands_with_its_batch(store: SqlS
     await asyncio.sleep(0)
     tasks[3].cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.sleep(0.2)  # the cancelled one's batch commits all the same
+    async with asyncio.timeout(5):  # the cancelled one's batch commits all the same
+        while await store.get_request("r3") is None:  # noqa: ASYNC110  (no commit event)
+            await asyncio.sleep(0.01)
     assert [await store.get_request(f"r{n}") is not None for n in range(10)] == [True] * 10
 
 

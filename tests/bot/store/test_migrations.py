@@ -482,6 +482,7 @@ async def upgrade_in_subprocess(database: Database) -> int:
     return await process.wait()
 
 
+@pytest.mark.subprocess
 async def test_concurrent_upgrades_from_processes(database: Database, engine: AsyncEngine) -> None:
     # Workers starting at once each run the upgrade; one migrates, the others wait for it
     # (advisory lock on PostgreSQL, write lock on SQLite) and then find the schema at head.

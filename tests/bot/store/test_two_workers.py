@@ -22,6 +22,8 @@ from bot.records import RequestStatus
 from bot.store import SqlStore, open_store
 from tests.bot.store.conftest import Database
 
+pytestmark = pytest.mark.slow  # a holder's hold lapses (HOLD) and heartbeats are waited for
+
 TOOL = "AskUserQuestion"
 ARGS: dict[str, Any] = {"question": "Which colour?"}
 HOLD = 1.0  # seconds a silent holder keeps its requests; it beats every HOLD / 4

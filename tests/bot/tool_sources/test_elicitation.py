@@ -26,6 +26,8 @@ from bot.tools.context import ToolCallContext, tool_turn_context
 from bot.words.tool_names import ELICIT_INPUT
 from tests.bot.tool_sources.servers import http, http_server, started, stdio
 
+pytestmark = pytest.mark.subprocess  # the MCP test server runs as a process over stdio
+
 PROTOCOLS = ["auto", "legacy"]
 TURN = ToolCallContext(
     room_id="slack:C1:1700000000.000100", channel_id="slack", tool_call_id="toolu_1",

@@ -15,6 +15,8 @@ from bot.tool_sources.mcp_tools import McpServerSource
 from bot.tool_sources.sources import ToolSourceError
 from tests.bot.tool_sources.servers import http, http_server, started, stdio, until
 
+pytestmark = pytest.mark.subprocess  # the MCP test server runs as a process over stdio
+
 PROTOCOLS = ["auto", "legacy"]  # 2026-07-28 when the server speaks it; the 2025 handshake
 
 

@@ -18,6 +18,8 @@ from bot.tool_sources.setup import AgentTools, ToolRule, build_tool_handler
 from bot.tools import AITool
 from tests.bot.tool_sources.servers import SERVER, until
 
+pytestmark = pytest.mark.subprocess  # the MCP test server runs as a process over stdio
+
 MODULE = "tests.bot.tool_sources.sample_tools"
 
 
