@@ -98,6 +98,13 @@ def resolve_at(
     return returned
 
 
+async def until_loaded(worker: Worker, request_id: str) -> None:
+    """Until a wait() on `worker` has loaded the request from its row (a few round trips)."""
+    async with asyncio.timeout(5):
+        while request_id not in worker.handler.pending:  # noqa: ASYNC110  (no event for it)
+            await asyncio.sleep(0.01)
+
+
 def endings(*workers: Worker) -> list[RenderState]:
     return [u.state for w in workers for u in w.heard if u.state is not RenderState.EXECUTING]
 
@@ -198,8 +205,7 @@ async def test_a_worker_that_only_waits_does_not_decide(workers: tuple[Worker, W
     holder, other = workers
     pending = await holder.handler.create(TOOL, ARGS)
     waiter = asyncio.create_task(other.handler.wait(pending.pending_id, timeout=30))
-    await asyncio.sleep(0.1)  # loaded
-    assert pending.pending_id in other.handler.pending
+    await until_loaded(other, pending.pending_id)
     assert other.handler.resolve(pending.pending_id, "sync") is False
     assert await asyncio.wait_for(other.handler.answer(pending.pending_id, "blue"), 10) is True
     assert await asyncio.wait_for(waiter, 10) == "blue"
@@ -293,8 +299,7 @@ async def test_an_answer_heard_before_its_write_returns_is_still_told_once(
     waits = []
     if loaded:
         waits.append(asyncio.create_task(other.handler.wait(request_id, timeout=30)))
-        await asyncio.sleep(0.1)
-        assert request_id in other.handler.pending  # loaded, held by the doomed
+        await until_loaded(other, request_id)  # held by the doomed
     await asyncio.sleep(HOLD * 1.5)  # the doomed's hold lapses: the others settle directly
     started = heard_first(other, "propose", monkeypatch, loading=not loaded)
 
