@@ -28,8 +28,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: $(VENV)/.installed clients/python/pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./clients/python
 	touch $@
 
 # The admin console's browser tests drive Debian's headless chromium through its chromedriver;

@@ -8,7 +8,7 @@ temporary folder) whatever PYTHONDONTWRITEBYTECODE says, as an installed package
 
 Each figure is the median over N runs, each a fresh process, after one warm-up run:
 - `python -c pass`: the interpreter's own start, the reference every ratio is taken against;
-- `python -c "import bot"` and `python -c "import bot.client"`: the core and its client;
+- `python -c "import bot"` and `python -c "import hitl_client"`: the core and its client;
 - `hitl-bridge --help` and `hitl-bridge tokens list` (on a SQLite file upgraded first), and
   `hitl-bridge db upgrade` on that file already at the newest revision (what `make serve`
   pays before every start);
@@ -136,7 +136,7 @@ def figures(slack: FakeSlack, http: aiohttp.ClientSession) -> list[tuple[str, Me
     return [
         ("python -c pass", run(python, "-c", "pass")),
         ("python -c 'import bot'", run(python, "-c", "import bot")),
-        ("python -c 'import bot.client'", run(python, "-c", "import bot.client")),
+        ("python -c 'import hitl_client'", run(python, "-c", "import hitl_client")),
         ("hitl-bridge --help", run(*cli, "--help")),
         ("hitl-bridge tokens list", run(*cli, "tokens", "list")),
         ("hitl-bridge db upgrade (at newest)", run(*cli, "db", "upgrade")),

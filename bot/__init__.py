@@ -4,7 +4,7 @@ The public names follow RoomKit's human-input primitive (docs/architecture.md); 
 `kit`.
 
 Each name is imported on first use (PEP 562 `__getattr__`), not with the package: `import
-bot.client`, or a command that runs no agent, does not pay for the agent, the store and their
+hitl_client`, or a command that runs no agent, does not pay for the agent, the store and their
 SDKs (seconds). `from bot import AIChannel` works as ever.
 """
 

@@ -1,4 +1,4 @@
-"""Ask a person through the bridge's HTTP API with bot.client.
+"""Ask a person through the bridge's HTTP API with hitl_client.
 
     pip install -e .   # from the repository's root
     HITL_URL=http://localhost:3000 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
@@ -10,7 +10,7 @@ HITL_TO is who is asked (slack:<user or channel>, teams:<conversation>, email:<a
 import asyncio
 import os
 
-from bot.client import HitlClient, RequestDeclined, RequestExpired
+from hitl_client import HitlClient, RequestDeclined, RequestExpired
 
 
 async def main() -> None:

@@ -29,7 +29,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.store", "bot.tool_sources"),  # SQL; MCP servers and Python callables
     ("bot.agent",),  # the tool loop and the model
     ("bot.bridge",),  # the composition root
-    ("bot.client",),  # the HTTP API's client: nothing of the server
     ("bot",),  # the package's lazy exports
 ]
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}

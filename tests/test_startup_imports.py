@@ -1,4 +1,4 @@
-"""Commands start at once: what a fresh interpreter imports for `import bot`, `import bot.client`,
+"""Commands start at once: what a fresh interpreter imports for `import bot`, `import hitl_client`,
 `hitl-bridge --help` and `hitl-bridge tokens list` holds none of the SDKs those never use (each
 costs seconds to import; bench/startup.py has the figures). Each case runs in a subprocess, as
 a command does: this process has imported everything already."""
@@ -40,7 +40,7 @@ def imported_after(code: str, tmp_path: Path) -> set[str]:
     return set(packages)
 
 
-@pytest.mark.parametrize("module", ["bot", "bot.client"])
+@pytest.mark.parametrize("module", ["bot", "hitl_client"])
 def test_the_core_and_its_client_import_no_sdk_and_no_store(module: str, tmp_path: Path) -> None:
     imported = imported_after(f"import {module}", tmp_path)
     assert imported.isdisjoint(SDKS + STORE), sorted(imported.intersection(SDKS + STORE))

@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, interrupt
 
-from bot.client import HitlClient
+from hitl_client import HitlClient
 
 
 class ReleaseNote(TypedDict, total=False):

@@ -53,7 +53,7 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from bot.client import HitlClient, RequestNotAnswered
+from hitl_client import HitlClient, RequestNotAnswered
 
 PROMPT = "Deploy payments v2 to production."
 

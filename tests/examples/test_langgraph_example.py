@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from langchain_core.runnables import RunnableConfig
 
-from bot.client import HitlClient, RequestDeclined
 from examples.langgraph import graph
+from hitl_client import HitlClient, RequestDeclined
 from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
 from tests.examples.readme import checked, run_as_told
 

@@ -10,8 +10,8 @@ import json
 import pytest
 from agents import RunConfig, Runner
 
-from bot.client import HitlClient
 from examples.openai_agents import agent
+from hitl_client import HitlClient
 from tests.examples.bridge import TO, Answer, Asked, Decline, bridge
 from tests.examples.readme import checked, run_as_told
 

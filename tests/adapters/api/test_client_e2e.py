@@ -1,4 +1,4 @@
-"""bot.client against the real service: the typed helpers' requests posted in (fake) Slack
+"""hitl_client against the real service: the typed helpers' requests posted in (fake) Slack
 and answered there by clicks; a decline raised as RequestDeclined."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.client import HitlClient, RequestDeclined
+from hitl_client import HitlClient, RequestDeclined
 from tests.adapters.api.test_api import TO, posted, start
 from tests.adapters.slack.conftest import WAIT, Env, StartEnv
 

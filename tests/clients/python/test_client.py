@@ -1,4 +1,4 @@
-"""bot.client's own behaviour over real HTTP on loopback: retries, backoff, idempotent
+"""hitl_client's own behaviour over real HTTP on loopback: retries, backoff, idempotent
 re-creates, long polls that give up, errors read from bodies.
 
 `StandIn` below serves the API's contract (/api/v1: bearer auth and 401, idempotent creates,
@@ -28,7 +28,15 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.client import (
+from bot.human_tools.models import (
+    AskUserQuestionArgs,
+    CollectUserDataArgs,
+    ConfirmActionArgs,
+    RequestApprovalArgs,
+    SelectOptionArgs,
+    UploadFileArgs,
+)
+from hitl_client import (
     DataField,
     HitlApiError,
     HitlClient,
@@ -42,14 +50,6 @@ from bot.client import (
     RequestUndeliverable,
     SelectOptionAnswer,
     UploadFileAnswer,
-)
-from bot.human_tools.models import (
-    AskUserQuestionArgs,
-    CollectUserDataArgs,
-    ConfirmActionArgs,
-    RequestApprovalArgs,
-    SelectOptionArgs,
-    UploadFileArgs,
 )
 from tests.bot.conftest import within
 

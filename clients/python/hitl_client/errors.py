@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.client.request_info import RequestInfo
+from hitl_client.request_info import RequestInfo
 
 
 class HitlError(Exception):

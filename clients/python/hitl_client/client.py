@@ -3,8 +3,8 @@
 The calls of the API (create, get, wait, cancel, list) and the human tools on them: each
 typed helper asks, waits until the request settles, and returns the answer (parsed with the
 tool's answer model of bot/human_tools/models.py) or raises the error of how it ended otherwise.
-Every call is retried on transient failures (bot/client/connection.py); a create always
-sends an idempotency key (the caller's, or a uuid4 made once per `create`) so its retries
+Every call is retried on transient failures (hitl_client/connection.py); a create always sends
+an idempotency key (the caller's, or a uuid4 made once per `create`) so its retries
 never make a second request.
 """
 
@@ -22,10 +22,6 @@ from urllib.parse import quote
 import httpx2
 from pydantic import BaseModel, ValidationError
 
-from bot.client.connection import Connection
-from bot.client.errors import HitlError, raise_unless_answered
-from bot.client.request_info import RequestInfo, RequestPage, Status
-from bot.client.retries import Retries
 from bot.human_tools.models import (
     AskUserQuestionAnswer,
     ConfirmActionAnswer,
@@ -34,6 +30,10 @@ from bot.human_tools.models import (
     SelectOptionAnswer,
     UploadFileAnswer,
 )
+from hitl_client.connection import Connection
+from hitl_client.errors import HitlError, raise_unless_answered
+from hitl_client.request_info import RequestInfo, RequestPage, Status
+from hitl_client.retries import Retries
 
 MAX_WAIT = 60.0  # seconds: the longest long poll the API serves
 MIN_POLL_GAP = 1.0  # seconds between polls at least, should a server ignore `wait`

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx2
 
-from bot.client.errors import HitlApiError, HitlConnectionError
-from bot.client.retries import TRANSIENT, Retries
+from hitl_client.errors import HitlApiError, HitlConnectionError
+from hitl_client.retries import TRANSIENT, Retries
 
 USER_AGENT = "hitl-bridge-client/0.1"
 

@@ -1,6 +1,6 @@
 """The Python client of the bridge's HTTP API (docs/api-and-mcp.md): ask people from any program.
 
-    from bot.client import HitlClient, RequestDeclined
+    from hitl_client import HitlClient, RequestDeclined
 
     async with HitlClient("https://hitl.example.com", "hitl_...") as hitl:
         region = await hitl.ask("Which region?", "slack:U0123ABCD")
@@ -8,7 +8,14 @@
 It speaks HTTP only (httpx2); nothing here imports the server side.
 """
 
-from bot.client.errors import (
+from bot.human_tools.models import (
+    DataField,
+    RequestApprovalAnswer,
+    SelectOptionAnswer,
+    UploadFileAnswer,
+)
+from hitl_client.client import MAX_WAIT, HitlClient
+from hitl_client.errors import (
     HitlApiError,
     HitlConnectionError,
     HitlError,
@@ -18,14 +25,7 @@ from bot.client.errors import (
     RequestNotAnswered,
     RequestUndeliverable,
 )
-from bot.client.hitl_client import MAX_WAIT, HitlClient
-from bot.client.request_info import RequestInfo, RequestPage, Status
-from bot.human_tools.models import (
-    DataField,
-    RequestApprovalAnswer,
-    SelectOptionAnswer,
-    UploadFileAnswer,
-)
+from hitl_client.request_info import RequestInfo, RequestPage, Status
 
 __all__ = [
     "MAX_WAIT",
