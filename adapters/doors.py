@@ -12,7 +12,7 @@ from aiohttp import web
 from adapters.api.callback_urls import check_url
 from adapters.api.routes import ApiDoor
 from adapters.api.webhooks import Webhooks
-from adapters.mcp.server import McpDoor
+from adapters.mcp.loading import LoadingMcpDoor
 from adapters.settings import Settings
 from bot import Bridge, HumanInputHandler, HumanTool
 from bot.doors.service import Doors
@@ -30,7 +30,7 @@ class DoorService:
     tokens: Tokens
     api: ApiDoor
     webhooks: Webhooks
-    mcp: McpDoor
+    mcp: LoadingMcpDoor  # its SDK loaded after serve is ready (adapters/mcp/loading.py)
 
     def mount(self, app: web.Application) -> None:
         self.api.mount(app)
@@ -79,5 +79,5 @@ def open_doors(
                         timeout=settings.webhook_timeout_seconds)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
-    mcp = McpDoor(doors, tokens, default_to=settings.mcp_default_to)
+    mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)
     return DoorService(doors, tokens, api, webhooks, mcp)

@@ -61,12 +61,21 @@ class Readiness:
     async def report(self) -> Report:
         """The latest report, checked again if it is older than `ttl`."""
         loop = asyncio.get_running_loop()
-        if self._latest is not None and loop.time() - self._checked_at < self.ttl:
+        if self._fresh(loop.time()):
+            assert self._latest is not None
             return self._latest
         if self._checking is None:
             self._checking = asyncio.ensure_future(self._check())
             self._checking.add_done_callback(self._checked)
         return await asyncio.shield(self._checking)
+
+    def _fresh(self, now: float) -> bool:
+        """Whether the latest report still holds: younger than `ttl`, and told while the
+        service was as it is now (a report from before the start ended is not kept once it
+        has, or /readyz would say "starting" for up to a `ttl` after it is ready)."""
+        if self._latest is None or now - self._checked_at >= self.ttl:
+            return False
+        return (self._latest.checks.get("service") == OK) == self.started()
 
     def _checked(self, task: asyncio.Task[Report]) -> None:
         self._checking = None

@@ -19,7 +19,7 @@ from adapters.agent import Agent, audit_redaction, make_provider, open_agent, re
 from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
 from adapters.http_limits import AppRunner
-from adapters.mcp.server import PATH as MCP_PATH
+from adapters.mcp.loading import PATH as MCP_PATH
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
 from adapters.server import SLACK_PATH, TEAMS_PATH, build_web_app
@@ -346,6 +346,7 @@ async def serve(settings: Settings) -> int:
     # the event loop, and so every ack, for 100-250 ms under load (bench/slack_ack_latency.py).
     gc.collect()
     gc.freeze()
+    frozen = asyncio.create_task(_freeze_once_loaded(server.service))  # the MCP SDK, too
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, server.stopping.set)
@@ -353,10 +354,21 @@ async def serve(settings: Settings) -> int:
     try:
         await server.stopping.wait()
     finally:
+        frozen.cancel()
         await server.stop()
     if server.failure is not None:
         raise server.failure
     return 0
+
+
+async def _freeze_once_loaded(service: Service) -> None:
+    """Keep what the MCP door loads after the start (adapters/mcp/loading.py) out of the
+    cyclic GC too, once it is in."""
+    if service.doors is not None:
+        with contextlib.suppress(Exception):
+            await service.doors.mcp.loaded()
+    gc.collect()
+    gc.freeze()
 
 
 async def _start_socket_mode(

@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from adapters.http_limits import LOG_EVERY, Throttled, one_line
 from adapters.mcp.asgi import serve_asgi
+from adapters.mcp.loading import PATH
 from adapters.mcp.tools import McpTools
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens, bearer
@@ -36,7 +37,6 @@ from bot.records import StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
-PATH = "/mcp"
 # Bytes: the server's own limit. A call's arguments are mostly a form's worth of text, but a
 # permission prompt carries the whole input of the call it asks about (a file to write).
 MAX_BODY = 1024 * 1024

@@ -31,7 +31,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from adapters.http_limits import one_line
-from adapters.mcp.server import PATH, bridge_version
+from adapters.mcp.loading import PATH
+from adapters.mcp.server import bridge_version
 from adapters.startup import StartupError, explain
 from bot import ConfigurationError
 from bot.tool_sources.mcp_wire import connection_lost

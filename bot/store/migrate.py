@@ -8,15 +8,19 @@ global, so commands in one process take turns.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import contextlib
+import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
+# Alembic (a fifth of a second to import) only where a migration runs: `serve` and the
+# commands that open the store check the revision, which head_revision reads by itself.
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 # alembic/ sits at the repository root, beside the `bot` package.
 ALEMBIC_DIR = Path(__file__).resolve().parents[2] / "alembic"
@@ -31,6 +35,8 @@ def alembic_config(
     connect_args: Mapping[str, Any] | None = None,
 ) -> Config:
     """An Alembic config without an ini file (so it leaves the application's logging alone)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(ALEMBIC_DIR))
     if url is not None:
@@ -49,6 +55,8 @@ async def upgrade(
     connect_args: Mapping[str, Any] | None = None,
 ) -> None:
     """Migrate the database at `url` up to `revision` (the newest by default)."""
+    from alembic import command  # here: `serve` checks the revision, it never migrates
+
     config = alembic_config(url, schema=schema, connect_args=connect_args)
     await asyncio.to_thread(_run_command, command.upgrade, config, revision)
 
@@ -61,13 +69,45 @@ async def downgrade(
     connect_args: Mapping[str, Any] | None = None,
 ) -> None:
     """Migrate the database at `url` down to `revision` ("base" removes every table)."""
+    from alembic import command
+
     config = alembic_config(url, schema=schema, connect_args=connect_args)
     await asyncio.to_thread(_run_command, command.downgrade, config, revision)
 
 
+@functools.cache
 def head_revision() -> str | None:
-    """The newest revision in alembic/versions."""
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    """The newest revision in alembic/versions: the one no other revises (read from each
+    file's `revision` and `down_revision` assignments; tests/bot/store/test_migrate.py holds
+    it equal to Alembic's own `get_current_head`)."""
+    revisions = dict(_revisions(ALEMBIC_DIR / "versions"))
+    revised = {down for downs in revisions.values() for down in downs}
+    heads = sorted(set(revisions) - revised)
+    if len(heads) > 1:
+        raise RuntimeError(f"alembic/versions has several heads: {', '.join(heads)}")
+    return heads[0] if heads else None
+
+
+def _revisions(folder: Path) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(revision, the revisions it revises) of each migration file in `folder`."""
+    for path in sorted(folder.glob("*.py")):
+        values = dict(_constants(ast.parse(path.read_text(), str(path))))
+        revision, down = values.get("revision"), values.get("down_revision")
+        if isinstance(revision, str):
+            yield revision, (down,) if isinstance(down, str) else tuple(down or ())
+
+
+def _constants(module: ast.Module) -> Iterator[tuple[str, Any]]:
+    """The module's top-level `name = <literal>` and `name: type = <literal>` assignments."""
+    for node in module.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            name, value = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        else:
+            continue
+        with contextlib.suppress(ValueError):
+            yield name, ast.literal_eval(value) if value is not None else None
 
 
 def _run_command(run: Callable[[Config, str], None], config: Config, revision: str) -> None:

@@ -1,7 +1,7 @@
 """A bridge serving the MCP door on loopback, for the tests: a real SqlStore on SQLite, a real
-HumanInputHandler, Doors and tokens, McpDoor mounted on the project's aiohttp server, a
-person who answers through the Router from each request's view, as a surface would, and the
-official `mcp` client on the door (`connected`)."""
+HumanInputHandler, Doors and tokens, the door as serve mounts it (LoadingMcpDoor) on the
+project's aiohttp server, a person who answers through the Router from each request's view,
+as a surface would, and the official `mcp` client on the door (`connected`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from adapters.mcp.server import McpDoor
+from adapters.mcp.loading import LoadingMcpDoor
 from adapters.server import build_web_app
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.doors.service import DOOR_CHANNEL, Doors
@@ -101,7 +101,7 @@ class Served:
     name: str
     tokens: Tokens
     doors: Doors
-    door: McpDoor
+    door: LoadingMcpDoor
     person: Person
 
     @property
@@ -122,7 +122,7 @@ async def served(
     doors = Doors(handler, tables, BUILTIN_TOOLS, find)
     router = Router(store=store, handler_for=lambda _: handler, handlers=(handler,),
                     tools=BUILTIN_TOOLS)  # fmt: skip
-    door = McpDoor(doors, tokens, default_to=default_to)
+    door = LoadingMcpDoor(doors, tokens, default_to=default_to)
 
     async def healthy() -> bool:
         return True
