@@ -9,6 +9,8 @@ temporary folder) whatever PYTHONDONTWRITEBYTECODE says, as an installed package
 Each figure is the median over N runs, each a fresh process, after one warm-up run:
 - `python -c pass`: the interpreter's own start, the reference every ratio is taken against;
 - `python -c "import bot"` and `python -c "import hitl_client"`: the core and its client;
+- `python -c "import sqlalchemy.ext.asyncio, pydantic_settings"`: the libraries every command
+  that opens the store needs, the floor of the next two;
 - `hitl-bridge --help` and `hitl-bridge tokens list` (on a SQLite file upgraded first), and
   `hitl-bridge db upgrade` on that file already at the newest revision (what `make serve`
   pays before every start);
@@ -39,6 +41,7 @@ import aiohttp  # noqa: E402
 
 from tests.fakes.slack_api import FakeSlack  # noqa: E402
 
+STORE_LIBRARIES = "import sqlalchemy.ext.asyncio, pydantic_settings"
 SERVE_TIMEOUT = 600.0  # seconds to ready: a first run compiles every SDK it imports (warm-up)
 POLL = 0.005  # seconds between two /readyz polls
 # Variables that configure the bridge or the SDKs it uses: none of the caller's reach a command.
@@ -138,6 +141,8 @@ def figures(slack: FakeSlack, http: aiohttp.ClientSession) -> list[tuple[str, Me
         ("python -c 'import bot'", run(python, "-c", "import bot")),
         ("python -c 'import hitl_client'", run(python, "-c", "import hitl_client")),
         ("hitl-bridge --help", run(*cli, "--help")),
+        # The floor of every command that opens the store: its two libraries, bare.
+        ("python -c 'import <store libraries>'", run(python, "-c", STORE_LIBRARIES)),
         ("hitl-bridge tokens list", run(*cli, "tokens", "list")),
         ("hitl-bridge db upgrade (at newest)", run(*cli, "db", "upgrade")),
         ("serve Slack until /readyz 200", serve(
