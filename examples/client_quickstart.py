@@ -1,6 +1,6 @@
 """Ask a person through the bridge's HTTP API with hitl_client.
 
-    pip install -e .   # from the repository's root
+    pip install ./clients/python   # from the repository's root
     HITL_URL=http://localhost:3000 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
         python examples/client_quickstart.py
 

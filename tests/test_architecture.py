@@ -71,6 +71,14 @@ def test_the_mcp_client_sdk_only_in_the_tool_sources(path: Path) -> None:
             assert not _uses(imports, package), f"{relative} imports {package}"
 
 
+@pytest.mark.parametrize("path", _python_files("clients/python"), ids=str)
+def test_the_client_imports_nothing_of_the_server(path: Path) -> None:
+    """hitl-client installs without the server (tests/clients/python/test_distribution.py)."""
+    imports = _imports(path)
+    for package in ("bot", "adapters", "httpx2"):
+        assert not _uses(imports, package), f"{path.relative_to(ROOT)} imports {package}"
+
+
 @pytest.mark.parametrize("path", _python_files("adapters"), ids=str)
 def test_a_platform_adapter_never_imports_another(path: Path) -> None:
     parts = path.relative_to(ROOT / "adapters").parts

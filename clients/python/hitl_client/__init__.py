@@ -1,20 +1,16 @@
-"""The Python client of the bridge's HTTP API (docs/api-and-mcp.md): ask people from any program.
+"""hitl-client: the Python client of hitl-bridge's HTTP API. Ask people from any program.
 
     from hitl_client import HitlClient, RequestDeclined
 
     async with HitlClient("https://hitl.example.com", "hitl_...") as hitl:
         region = await hitl.ask("Which region?", "slack:U0123ABCD")
 
-It speaks HTTP only (httpx2); nothing here imports the server side.
+`SyncHitlClient` is the same, blocking; `verify_webhook` checks a delivery the bridge signed.
+It speaks HTTP only (httpx and pydantic): it needs nothing of the server.
 """
 
-from bot.human_tools.models import (
-    DataField,
-    RequestApprovalAnswer,
-    SelectOptionAnswer,
-    UploadFileAnswer,
-)
-from hitl_client.client import MAX_WAIT, HitlClient
+from hitl_client.calls import MAX_WAIT
+from hitl_client.client import HitlClient
 from hitl_client.errors import (
     HitlApiError,
     HitlConnectionError,
@@ -25,16 +21,38 @@ from hitl_client.errors import (
     RequestNotAnswered,
     RequestUndeliverable,
 )
+from hitl_client.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionArguments,
+    CollectUserDataArguments,
+    ConfirmActionAnswer,
+    ConfirmActionArguments,
+    DataField,
+    RequestApprovalAnswer,
+    RequestApprovalArguments,
+    SelectOptionAnswer,
+    SelectOptionArguments,
+    UploadFileAnswer,
+    UploadFileArguments,
+)
 from hitl_client.request_info import RequestInfo, RequestPage, Status
+from hitl_client.sync_client import SyncHitlClient
+from hitl_client.webhooks import WebhookSignatureError, verify_webhook
 
 __all__ = [
     "MAX_WAIT",
+    "AskUserQuestionAnswer",
+    "AskUserQuestionArguments",
+    "CollectUserDataArguments",
+    "ConfirmActionAnswer",
+    "ConfirmActionArguments",
     "DataField",
     "HitlApiError",
     "HitlClient",
     "HitlConnectionError",
     "HitlError",
     "RequestApprovalAnswer",
+    "RequestApprovalArguments",
     "RequestCancelled",
     "RequestDeclined",
     "RequestExpired",
@@ -43,6 +61,11 @@ __all__ = [
     "RequestPage",
     "RequestUndeliverable",
     "SelectOptionAnswer",
+    "SelectOptionArguments",
     "Status",
+    "SyncHitlClient",
     "UploadFileAnswer",
+    "UploadFileArguments",
+    "WebhookSignatureError",
+    "verify_webhook",
 ]

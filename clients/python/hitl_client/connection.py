@@ -1,4 +1,5 @@
-"""The connection to the bridge's API: one `httpx2.AsyncClient`, authenticated, retrying.
+"""The connection to the bridge's API: one `httpx.AsyncClient` (or `httpx.Client`, for the
+sync client), authenticated, retrying.
 
 Every call is retried on connection errors, 5xx and 429 (`Retries`). That is safe for every
 call of the API: reads and cancels change nothing twice, and a create always carries an
@@ -6,20 +7,26 @@ idempotency key, so a create the bridge recorded before its answer was lost retu
 request when retried, never a second one.
 
 The token is only ever the Authorization header: never logged, never in an error or a repr
-(httpx2 masks the header in its own reprs).
+(httpx masks the header in its own reprs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
-import httpx2
+import httpx
 
 from hitl_client.errors import HitlApiError, HitlConnectionError
 from hitl_client.retries import TRANSIENT, Retries
 
 USER_AGENT = "hitl-bridge-client/0.1"
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Accept": "application/json",
+            "User-Agent": USER_AGENT}  # fmt: skip
 
 
 class Connection:
@@ -32,20 +39,12 @@ class Connection:
         *,
         timeout: float,
         retries: Retries,
-        transport: httpx2.AsyncBaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.timeout = timeout
         self.retries = retries
-        self._http = httpx2.AsyncClient(
-            base_url=_api_root(base_url),
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/json",
-                "User-Agent": USER_AGENT,
-            },
-            timeout=timeout,
-            transport=transport,
-        )
+        self._http = httpx.AsyncClient(base_url=_api_root(base_url), headers=_headers(token),
+                                       timeout=timeout, transport=transport)  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -55,22 +54,73 @@ class Connection:
         await self._http.aclose()
 
     async def call(self, method: str, path: str, **sent: Any) -> Any:
-        """The JSON body of a 2xx answer to `method path` (`sent`: httpx2's request options),
+        """The JSON body of a 2xx answer to `method path` (`sent`: httpx's request options),
         retrying transient failures; HitlApiError for an HTTP error, HitlConnectionError when
         the bridge stays unreachable."""
         for attempt in range(self.retries.attempts + 1):
-            last = attempt == self.retries.attempts
             try:
                 response = await self._http.request(method, path, **sent)
             except TRANSIENT as err:
-                if last:
-                    raise HitlConnectionError(f"{method} {path}: {err!r}") from err
-                await asyncio.sleep(self.retries.delay(attempt))
+                await asyncio.sleep(_after_error(self.retries, attempt, f"{method} {path}", err))
                 continue
-            if last or not Retries.retried(response.status_code):
+            delay = _after_answer(self.retries, attempt, response)
+            if delay is None:
                 return _json(response)
-            await asyncio.sleep(self.retries.delay(attempt, response.headers.get("Retry-After")))
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class SyncConnection:
+    """`Connection` without asyncio: the same calls, retries and errors, blocking."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float,
+        retries: Retries,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self._http = httpx.Client(base_url=_api_root(base_url), headers=_headers(token),
+                                  timeout=timeout, transport=transport)  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return str(self._http.base_url)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def call(self, method: str, path: str, **sent: Any) -> Any:
+        """As `Connection.call`."""
+        for attempt in range(self.retries.attempts + 1):
+            try:
+                response = self._http.request(method, path, **sent)
+            except TRANSIENT as err:
+                time.sleep(_after_error(self.retries, attempt, f"{method} {path}", err))
+                continue
+            delay = _after_answer(self.retries, attempt, response)
+            if delay is None:
+                return _json(response)
+            time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _after_error(retries: Retries, attempt: int, call: str, err: Exception) -> float:
+    """The delay before trying `call` again after `err`; HitlConnectionError after the last."""
+    if attempt == retries.attempts:
+        raise HitlConnectionError(f"{call}: {err!r}") from err
+    return retries.delay(attempt)
+
+
+def _after_answer(retries: Retries, attempt: int, response: httpx.Response) -> float | None:
+    """The delay before trying again after `response`, or None: it is the answer."""
+    if attempt == retries.attempts or not Retries.retried(response.status_code):
+        return None
+    return retries.delay(attempt, response.headers.get("Retry-After"))
 
 
 def _api_root(base_url: str) -> str:
@@ -78,7 +128,7 @@ def _api_root(base_url: str) -> str:
     return root if root.endswith("/api/v1") else f"{root}/api/v1"
 
 
-def _json(response: httpx2.Response) -> Any:
+def _json(response: httpx.Response) -> Any:
     """A 2xx answer's JSON body; any other answer as a HitlApiError."""
     try:
         body = response.json()

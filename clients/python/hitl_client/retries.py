@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx2
+import httpx
 
 # A dropped or timed-out connection may succeed next time; a bad URL or a TLS setting won't.
-TRANSIENT = (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError)
+TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 MAX_DELAY = 60.0  # seconds: the longest Retry-After obeyed
 
 

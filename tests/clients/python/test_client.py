@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
-import httpx2
+import httpx
 import pytest
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -615,17 +615,17 @@ async def test_a_create_waits_out_a_429_and_is_made_once(api: StandIn, client: H
     assert list(api.held) == [info.id]
 
 
-class DropsFirstConnection(httpx2.AsyncHTTPTransport):
+class DropsFirstConnection(httpx.AsyncHTTPTransport):
     """A real transport whose first request fails to connect."""
 
     def __init__(self) -> None:
         super().__init__()
         self.dropped = 0
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if not self.dropped:
             self.dropped += 1
-            raise httpx2.ConnectError("connection refused", request=request)
+            raise httpx.ConnectError("connection refused", request=request)
         return await super().handle_async_request(request)
 
 
@@ -683,7 +683,7 @@ async def test_a_bad_token_raises_a_401_and_the_token_is_never_shown(
         shown = [repr(hitl), str(raised.value), repr(raised.value), caplog.text]
     assert (raised.value.status, raised.value.error) == (401, "unauthorized")
     assert raised.value.message
-    assert caplog.records  # httpx2 did log the exchange, without the token
+    assert caplog.records  # httpx did log the exchange, without the token
     assert not [text for text in shown if secret in text]
 
 
