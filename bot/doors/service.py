@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.doors.addresses import Address, Addressee, UnknownAddressError, read_address
 from bot.doors.long_polls import Gone, LongPolls
@@ -160,9 +160,12 @@ class Doors:
     async def ask(self, requester: str, ask: Ask) -> tuple[RequestBody, bool]:
         """Make the request (or find the one this token made with the same idempotency key);
         returns its body and whether it is new. DoorError for what cannot be asked."""
+        if ask.tool == GATE_TOOL:  # another agent's tool call, to approve, edit or decline
+            call = _validated_call(ask.arguments)
+            return await self.ask_gate(requester, call.tool_name, call.input, ask)
         tool = self.tools.get(ask.tool)
         if tool is None:
-            known = ", ".join(sorted(self.tools))
+            known = ", ".join(sorted([*self.tools, GATE_TOOL]))
             raise DoorError(f"unknown tool '{ask.tool[:60]}': use one of {known}")
         return await self._make(requester, ask, _validated(tool, ask.arguments))
 
@@ -334,9 +337,30 @@ def _validated(tool: HumanTool, arguments: dict[str, Any]) -> dict[str, Any]:
     try:
         return tool.validated(arguments)
     except ValidationError as err:
-        errors = {".".join(str(p) for p in e["loc"]) or "arguments": e["msg"] for e in err.errors()}
-        listed = "; ".join(f"{k}: {v}" for k, v in errors.items())
-        raise DoorError(f"invalid arguments for {tool.name}: {listed}", errors=errors) from None
+        raise _invalid(tool.name, err) from None
+
+
+def _invalid(tool: str, err: ValidationError) -> DoorError:
+    """The DoorError naming each bad field of `tool`'s arguments."""
+    errors = {".".join(str(p) for p in e["loc"]) or "arguments": e["msg"] for e in err.errors()}
+    listed = "; ".join(f"{k}: {v}" for k, v in errors.items())
+    return DoorError(f"invalid arguments for {tool}: {listed}", errors=errors)
+
+
+class GateCall(BaseModel):
+    """`approveToolCall`'s arguments through a door: the call another agent wants to make."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tool_name: str = Field(min_length=1, max_length=200)
+    input: dict[str, Any]
+
+
+def _validated_call(arguments: dict[str, Any]) -> GateCall:
+    try:
+        return GateCall.model_validate(arguments)
+    except ValidationError as err:
+        raise _invalid(GATE_TOOL, err) from None
 
 
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))

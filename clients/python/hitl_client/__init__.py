@@ -22,6 +22,7 @@ from hitl_client.errors import (
     RequestUndeliverable,
 )
 from hitl_client.models import (
+    ApproveToolCallArguments,
     AskUserQuestionAnswer,
     AskUserQuestionArguments,
     CollectUserDataArguments,
@@ -32,6 +33,7 @@ from hitl_client.models import (
     RequestApprovalArguments,
     SelectOptionAnswer,
     SelectOptionArguments,
+    ToolCallReview,
     UploadFileAnswer,
     UploadFileArguments,
 )
@@ -41,6 +43,7 @@ from hitl_client.webhooks import WebhookSignatureError, verify_webhook
 
 __all__ = [
     "MAX_WAIT",
+    "ApproveToolCallArguments",
     "AskUserQuestionAnswer",
     "AskUserQuestionArguments",
     "CollectUserDataArguments",
@@ -64,6 +67,7 @@ __all__ = [
     "SelectOptionArguments",
     "Status",
     "SyncHitlClient",
+    "ToolCallReview",
     "UploadFileAnswer",
     "UploadFileArguments",
     "WebhookSignatureError",

@@ -14,12 +14,14 @@ from pydantic import BaseModel, ValidationError
 
 from hitl_client.errors import HitlError, raise_unless_answered
 from hitl_client.models import (
+    ApproveToolCallArguments,
     AskUserQuestionAnswer,
     ConfirmActionAnswer,
     DataField,
     RequestApprovalAnswer,
     SelectOptionAnswer,
     Severity,
+    ToolCallReview,
     UploadFileAnswer,
 )
 from hitl_client.request_info import RequestInfo, Status
@@ -103,48 +105,77 @@ def poll_gap(step: float, asked_at: float, now: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Ask(Generic[T]):
-    """One built-in tool's call, and how its answer is read."""
+    """One tool's call, and how the request it makes is read once it settles."""
 
     tool: str
     arguments: dict[str, Any]
-    parse: Callable[[Any], T]
+    answer: Callable[[RequestInfo], T]  # the settled request's outcome, or its error
 
-    def answer(self, info: RequestInfo) -> T:
-        """The settled request's answer, parsed; the error of any other end."""
+
+def answered(parse: Callable[[Any], T]) -> Callable[[RequestInfo], T]:
+    """A helper's reading of a settled request: its answer parsed, the error of any other
+    end (RequestDeclined, RequestExpired…)."""
+
+    def read(info: RequestInfo) -> T:
         raise_unless_answered(info)
         try:
-            return self.parse(info.answer)
+            return parse(info.answer)
         except (ValidationError, TypeError) as err:
             raise HitlError(f"request {info.id}: its answer is not a {info.tool} answer") from err
+
+    return read
 
 
 def ask_question(question: str) -> Ask[str]:
     return Ask("AskUserQuestion", {"question": question},
-               lambda a: AskUserQuestionAnswer.model_validate(a).answer)  # fmt: skip
+               answered(lambda a: AskUserQuestionAnswer.model_validate(a).answer))  # fmt: skip
 
 
 def request_approval(action: str, reason: str) -> Ask[RequestApprovalAnswer]:
     return Ask("requestApproval", {"action": action, "reason": reason},
-               RequestApprovalAnswer.model_validate)  # fmt: skip
+               answered(RequestApprovalAnswer.model_validate))  # fmt: skip
 
 
 def select_option(question: str, options: Sequence[str]) -> Ask[SelectOptionAnswer]:
     return Ask("selectOption", {"question": question, "options": list(options)},
-               SelectOptionAnswer.model_validate)  # fmt: skip
+               answered(SelectOptionAnswer.model_validate))  # fmt: skip
 
 
 def collect_data(fields: Sequence[DataField | Mapping[str, Any]]) -> Ask[dict[str, Any]]:
-    return Ask("collectUserData", {"fields": [_field(f) for f in fields]}, _form)
+    return Ask("collectUserData", {"fields": [_field(f) for f in fields]}, answered(_form))
 
 
 def upload_file(purpose: str, accepted_types: Sequence[str]) -> Ask[UploadFileAnswer]:
     return Ask("uploadFile", {"purpose": purpose, "acceptedTypes": list(accepted_types)},
-               UploadFileAnswer.model_validate)  # fmt: skip
+               answered(UploadFileAnswer.model_validate))  # fmt: skip
 
 
 def confirm_action(title: str, message: str, severity: Severity) -> Ask[bool]:
     return Ask("confirmAction", {"title": title, "message": message, "severity": severity},
-               lambda a: ConfirmActionAnswer.model_validate(a).confirmed)  # fmt: skip
+               answered(lambda a: ConfirmActionAnswer.model_validate(a).confirmed))  # fmt: skip
+
+
+def review_tool_call(tool_name: str, arguments: Mapping[str, Any]) -> Ask[ToolCallReview]:
+    """The bridge's approval gate on another agent's call: a decline is a review too."""
+    asked = dict(arguments)
+
+    def decided(info: RequestInfo) -> ToolCallReview:
+        if info.status not in ("answered", "declined"):
+            raise_unless_answered(info)  # expired, cancelled, undeliverable: raised as such
+        by = info.answered_by
+        if info.status == "declined":
+            return ToolCallReview(approved=False, arguments=asked, reason=info.reason,
+                                  answered_by=by)  # fmt: skip
+        answer = info.answer if isinstance(info.answer, dict) else {}
+        if answer.get("approved") is not True:
+            raise HitlError(f"request {info.id}: its answer is not an approval")
+        edited = answer.get("arguments")
+        edits: dict[str, Any] = edited if isinstance(edited, dict) else {}
+        return ToolCallReview(approved=True, arguments=asked | edits, edited=bool(edits),
+                              grant=answer.get("grant") is True, answered_by=by)  # fmt: skip
+
+    call = ApproveToolCallArguments(tool_name=tool_name, input=asked)
+    return Ask("approveToolCall", call.model_dump(), decided)
 
 
 def _form(answer: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from hitl_client.models import (
     RequestApprovalAnswer,
     SelectOptionAnswer,
     Severity,
+    ToolCallReview,
     UploadFileAnswer,
 )
 from hitl_client.request_info import RequestInfo, RequestPage, Status
@@ -228,6 +229,21 @@ class HitlClient:
         """confirmAction: whether the person confirmed."""
         return await self._answer(calls.confirm_action(title, message, severity), to,
                                   timeout_seconds, idempotency_key)  # fmt: skip
+
+    async def review_tool_call(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        to: str,
+        *,
+        timeout_seconds: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> ToolCallReview:
+        """approveToolCall: another agent's call of `tool_name` with `arguments`, shown with
+        Approve, Edit and Decline. A decline is a review too (`approved` false, its reason);
+        an expiry or a withdrawal raises as for the other helpers."""
+        ask = calls.review_tool_call(tool_name, arguments)
+        return await self._answer(ask, to, timeout_seconds, idempotency_key)
 
     async def _answer(
         self, ask: Ask[T], to: str, timeout_seconds: float | None, idempotency_key: str | None

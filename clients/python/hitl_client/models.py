@@ -9,7 +9,7 @@ before it is sent; answers are read tolerantly (a field a newer bridge adds is i
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,6 +104,26 @@ class ConfirmActionArguments(Arguments):
 class ConfirmActionAnswer(Answer):
     confirmed: bool
     approved_by: list[str] | None = None
+
+
+class ApproveToolCallArguments(Arguments):
+    """`approveToolCall`: another agent's tool call, shown with Approve, Edit and Decline."""
+
+    tool_name: Annotated[str, Field(min_length=1, max_length=200)]
+    input: dict[str, Any]
+
+
+class ToolCallReview(Answer):
+    """A person's decision on a tool call (`review_tool_call`): approved as asked, approved
+    with their edits (`edited`, `arguments` then the call to make), approved with "allow
+    here" (`grant`: calls like it need not be asked again), or declined with a `reason`."""
+
+    approved: bool
+    arguments: dict[str, Any]  # what to run: the call as asked, the person's edits applied
+    edited: bool = False
+    grant: bool = False
+    reason: str | None = None
+    answered_by: str | None = None
 
 
 # Each built-in tool's name, with its arguments' model and its answer's (collectUserData's

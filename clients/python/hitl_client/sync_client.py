@@ -25,6 +25,7 @@ from hitl_client.models import (
     RequestApprovalAnswer,
     SelectOptionAnswer,
     Severity,
+    ToolCallReview,
     UploadFileAnswer,
 )
 from hitl_client.request_info import RequestInfo, RequestPage, Status
@@ -182,6 +183,21 @@ class SyncHitlClient:
     ) -> bool:  # fmt: skip
         """confirmAction: whether the person confirmed."""
         ask = calls.confirm_action(title, message, severity)
+        return self._answer(ask, to, timeout_seconds, idempotency_key)
+
+    def review_tool_call(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        to: str,
+        *,
+        timeout_seconds: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> ToolCallReview:
+        """approveToolCall: another agent's call of `tool_name` with `arguments`, shown with
+        Approve, Edit and Decline. A decline is a review too (`approved` false, its reason);
+        an expiry or a withdrawal raises as for the other helpers."""
+        ask = calls.review_tool_call(tool_name, arguments)
         return self._answer(ask, to, timeout_seconds, idempotency_key)
 
     def _answer(
