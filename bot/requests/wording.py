@@ -104,12 +104,14 @@ def undelivered(reason: str | None) -> Phrase:
 
 # -- "decline and stop" (a door's gated call, bot/gates/approvals.py) -------------------------
 
-STOPPED = "Stopped"
+STOPPED = "Declined and stopped"
 
 
 def stop_reason(reason: str) -> str:
     """The reason a "decline and stop" records: the person's own, marked so the door that
-    asked can tell its agent to stop (`stopped`); people and the audit log read it as it is."""
+    asked can tell its agent to stop (`stopped`); people and the audit log read it as it is.
+    A decline whose reason someone wrote with the mark reads as a stop too: only the people
+    who may decline can write it, and they may stop the agent anyway."""
     return f"{STOPPED}: {reason}" if reason else STOPPED
 
 
