@@ -1,4 +1,4 @@
-"""The `hitl-bridge` command: demo, serve, mcp, db, pending, audit, grants, tokens.
+"""The `hitl-bridge` command: demo, serve, mcp, hook, db, pending, audit, grants, tokens.
 
 A failure is one line on stderr naming its cause and its fix, with exit status 2 for
 configuration and 1 otherwise (adapters/startup.py); `--debug` adds the traceback. Everything
@@ -86,6 +86,28 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--url", help="the bridge's URL (default HITL_URL)")
     mcp.add_argument("--token", help="a token of `hitl-bridge tokens create` (default HITL_TOKEN;"
                      " preferred: an argument shows in `ps`)")  # fmt: skip
+    hook = commands.add_parser(
+        "hook", parents=[common], help="Claude Code's hooks, answered by a person through serve"
+    )
+    events = hook.add_subparsers(dest="event", required=True, parser_class=_Parser)
+    pre = events.add_parser(
+        "pre-tool-use", parents=[common],
+        help="read a PreToolUse hook's JSON on stdin, ask, print the decision",
+    )  # fmt: skip
+    pre.add_argument(
+        "--to",
+        metavar="ADDRESS",
+        help="who is asked (default HITL_TO, else the bridge's HITL_MCP_DEFAULT_TO)",
+    )
+    pre.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_seconds,
+        default=300.0,
+        help="seconds the person has to answer (default 300; then Claude Code asks)",
+    )
+    pre.add_argument("--url", help="the bridge's URL (default HITL_URL)")
+    pre.add_argument("--token", help="a token of `hitl-bridge tokens create` (default HITL_TOKEN)")
     tokens = commands.add_parser(
         "tokens", parents=[common], help="bearer tokens of the HTTP API and the MCP server"
     )
@@ -98,6 +120,32 @@ def _parser() -> argparse.ArgumentParser:
     drop = token_actions.add_parser("revoke", parents=[common], help="refuse it from now on")
     drop.add_argument("name", help="the token's name")
     return parser
+
+
+def _seconds(text: str) -> float:
+    """A --timeout: a number of seconds, at least 1."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text[:40]!r}") from None
+    if not 1 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError("at least 1 second")
+    return seconds
+
+
+def _hook(args: argparse.Namespace) -> int:
+    """A Claude Code hook: its input read from stdin, its decision printed; 0 whatever
+    happened (what went wrong is the decision's reason, and one line on stderr)."""
+    from adapters.mcp.hook import pre_tool_use
+
+    output, problem = asyncio.run(pre_tool_use(
+        sys.stdin.read(), os.environ, to=args.to, timeout=args.timeout, url=args.url,
+        token=args.token,
+    ))  # fmt: skip
+    if problem:
+        print(f"hitl-bridge hook: {problem}", file=sys.stderr)
+    print(json.dumps(output, ensure_ascii=False))
+    return 0
 
 
 class _NotOurMistake(logging.Filter):
@@ -119,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not any(isinstance(f, _NotOurMistake) for f in bolt.filters):
         bolt.addFilter(_NotOurMistake())
     try:
+        if args.command == "hook":  # stdout is Claude Code's: the decision, and only it
+            return _hook(args)
         if args.command == "mcp":  # stdout is the protocol's: nothing else is printed there
             from adapters.mcp.stdio import proxy_target, run_stdio_proxy
 

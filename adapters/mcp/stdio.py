@@ -44,15 +44,17 @@ T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="hitl-bridge-mcp-stdio", version=bridge_version())
 
 
-def proxy_target(url: str | None, token: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+def proxy_target(
+    url: str | None, token: str | None, environ: Mapping[str, str], command: str = "mcp"
+) -> tuple[str, str]:
     """The bridge's URL and the token: as given, else HITL_URL and HITL_TOKEN;
-    ConfigurationError naming what is missing."""
+    ConfigurationError naming what is missing (and the `hitl-bridge` command that needs it)."""
     url = url or environ.get("HITL_URL", "")
     token = token or environ.get("HITL_TOKEN", "")
     missing = [name for name, value in (("HITL_URL", url), ("HITL_TOKEN", token)) if not value]
     if missing:
         raise ConfigurationError(
-            f"hitl-bridge mcp needs {' and '.join(missing)} (or --url/--token): the URL of a "
+            f"hitl-bridge {command} needs {' and '.join(missing)} (or --url/--token): the URL of a "
             "running `hitl-bridge serve` and a token from `hitl-bridge tokens create`"
         )
     if not url.startswith(("http://", "https://")):
@@ -72,7 +74,7 @@ async def run_stdio_proxy(url: str, token: str) -> int:
     endpoint = endpoint_of(url)
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
     async with http:
-        await _check(http, endpoint)
+        await check_bridge(http, endpoint)
         remote = Remote(http, endpoint)
         try:
             try:
@@ -153,7 +155,7 @@ def _cause(err: BaseException) -> str:
     return one_line(err) or type(err).__name__
 
 
-async def _check(http: httpx2.AsyncClient, endpoint: str) -> None:
+async def check_bridge(http: httpx2.AsyncClient, endpoint: str) -> None:
     """Whether the bridge is there and takes the token: a GET of /mcp, which authenticates
     first and asks nothing (the MCP client would say only "Server returned an error")."""
     try:

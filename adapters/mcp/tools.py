@@ -32,12 +32,14 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters.mcp.claude_code import SessionRule, session_rule
 from bot.doors.addresses import MAX_ADDRESS
 from bot.doors.long_polls import TooManyPolls
 from bot.doors.service import MAX_WAIT, Ask, DoorError, Doors, RequestBody
 from bot.gates import approvals
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.records import StoreUnavailableError
+from bot.requests import wording
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,13 @@ class PermissionArgs(BaseModel):
     to: AddressText | None = Field(None, description="Who to ask.")
     timeout_seconds: Seconds | None = Field(
         None, description="How long the person has to answer before the call is denied."
+    )
+    grant: bool = Field(
+        True, description='Offer "approve and allow for this session": the result then adds '
+        "Claude Code's session rule (updatedPermissions).",
+    )  # fmt: skip
+    stop: bool = Field(
+        True, description='Offer "decline and stop": the deny then interrupts Claude Code.'
     )
 
 
@@ -258,19 +267,44 @@ def unanswered(body: RequestBody) -> str:
     return f"{head}: {reason}" if reason else head
 
 
-def permission(body: RequestBody, asked: Mapping[str, Any]) -> dict[str, Any]:
+def permission(
+    body: RequestBody, asked: Mapping[str, Any], rule: SessionRule | None = None
+) -> dict[str, Any]:
     """A permission request's outcome in Claude Code's shape. An edit changes only what it
-    names: the call's other input stays (Claude Code runs `updatedInput` as the whole input)."""
+    names: the call's other input stays (Claude Code runs `updatedInput` as the whole input).
+    "Approve and allow" adds `rule` to Claude Code's session (`updatedPermissions`); "decline
+    and stop", offered by the request, interrupts it (`interrupt`)."""
     if body["status"] == "answered":
         try:
             decision = approvals.read_decision(body.get("answer"))
         except ValueError as err:
             return {"behavior": "deny", "message": f"The answer could not be read: {err}"}
         edited = dict(asked) | (decision.arguments or {})
-        return {"behavior": "allow", "updatedInput": edited}
+        allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": edited}
+        if decision.grant and rule is not None:
+            allowed["updatedPermissions"] = [rule.update()]
+        return allowed
     if body["status"] == "pending":
         return {"behavior": "deny", "message": "Nobody answered in time."}
+    offered = approvals.read_request(_mapping(body.get("arguments"))).stop
+    own = wording.stopped(body.get("reason")) if body["status"] == "declined" else None
+    if offered and own is not None:
+        by = body.get("answered_by")
+        said = f"Declined by {by}, who asked to stop" if by else "Declined, with a request to stop"
+        return {"behavior": "deny", "message": f"{said}: {own}" if own else said,
+                "interrupt": True}  # fmt: skip
     return {"behavior": "deny", "message": unanswered(body)}
+
+
+def permission_meta(body: RequestBody) -> dict[str, Any]:
+    """What a permission result says of its request beside Claude Code's shape (`_meta`,
+    which Claude Code does not read): the PreToolUse hook tells an expiry from a decline."""
+    return {"hitl": {"request_id": body.get("id"), "status": body.get("status"),
+                     "answered_by": body.get("answered_by")}}  # fmt: skip
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 # -- calls ------------------------------------------------------------------------------------
@@ -331,13 +365,19 @@ class McpTools:
         try:
             asked = _parsed(PermissionArgs, PERMISSION_PROMPT, arguments)
             gate = Ask("", {}, self._to(asked.to), asked.timeout_seconds)
-            body, _ = await self.doors.ask_gate(requester, asked.tool_name, asked.input, gate)
+            rule = session_rule(asked.tool_name, asked.input) if asked.grant else None
+            body, _ = await self.doors.ask_gate(
+                requester, asked.tool_name, asked.input, gate,
+                grant_rule=rule.text if rule is not None else None, stop=asked.stop,
+            )  # fmt: skip
             body = await self._settled(requester, body, asked.timeout_seconds)
         except (DoorError, StoreUnavailableError, TooManyPolls) as err:
             # Claude Code reads a deny best.
             denied = {"behavior": "deny", "message": f"The person could not be asked: {err}"}
             return result(denied)
-        return result(permission(body, asked.input))
+        settled = result(permission(body, asked.input, rule))
+        settled.meta = permission_meta(body)
+        return settled
 
     async def _settled(
         self, requester: str, body: RequestBody, timeout: float | None

@@ -170,14 +170,24 @@ class Doors:
         return await self._make(requester, ask, _validated(tool, ask.arguments))
 
     async def ask_gate(
-        self, requester: str, tool: str, arguments: dict[str, Any], ask: Ask
+        self,
+        requester: str,
+        tool: str,
+        arguments: dict[str, Any],
+        ask: Ask,
+        *,
+        grant_rule: str | None = None,
+        stop: bool = False,
     ) -> tuple[RequestBody, bool]:
         """Ask whether a call of another agent's `tool` with `arguments` may run: an approval
         gate's request (Approve / Edit / Decline, bot/gates/approvals.py); `ask.tool` and
-        `ask.arguments` are ignored. Its answer is an approvals.Decision."""
+        `ask.arguments` are ignored. Its answer is an approvals.Decision. `grant_rule` offers
+        "approve and allow" as that agent's own rule for its session (the door tells it),
+        `stop` offers "decline and stop" (a decline whose reason says so)."""
         gate = approvals.request_arguments(
             tool=tool[:200], description=f"{requester} asks to run {tool[:200]}.",
             schema=_schema_of(arguments), arguments=arguments, redact=(), grant_seconds=None,
+            grant_rule=grant_rule[:200] if grant_rule else None, stop=stop,
         )  # fmt: skip
         return await self._make(requester, replace(ask, tool=GATE_TOOL), gate)
 

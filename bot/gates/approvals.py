@@ -10,6 +10,12 @@ a while) or `{"approved": true, "arguments": {...}}` (the edited arguments, chec
 that schema), with `"approved_by": [...]` when several people's approvals were needed; a
 person's "no" is a Decline. How the request looks is its kind in
 bot/requests/kinds.py.
+
+A request a door makes for another agent's tool (bot/doors/service.py) may offer two more
+choices, each only where that agent can act on it: a grant kept by the agent itself (`"grant":
+{"rule": "Bash(npm test:*)"}`: approve, and let the agent allow what the rule covers for the
+rest of its session) instead of one of ours, and "decline and stop" (`"stop": true`: decline,
+and ask the agent to stop what it is doing; bot/requests/wording.py `stop_reason`).
 """
 
 from __future__ import annotations
@@ -59,9 +65,13 @@ def request_arguments(
     arguments: Mapping[str, Any],
     redact: Iterable[str],
     grant_seconds: float | None,
+    grant_rule: str | None = None,
+    stop: bool = False,
 ) -> dict[str, Any]:
     """The approval request's arguments for a call of `tool` (see the module's docstring);
-    `grant_seconds` offers "approve and allow here" for that long (None: not offered)."""
+    `grant_seconds` offers "approve and allow here" for that long (None: not offered), or
+    `grant_rule` offers the agent's own grant of that rule for its session; `stop` offers
+    "decline and stop"."""
     shown = redacted(dict(arguments), redact)
     locked = sorted(key for key in arguments if shown[key] != arguments[key])
     properties = schema.get("properties")
@@ -79,6 +89,10 @@ def request_arguments(
         request["redacted"] = locked
     if grant_seconds is not None and grant_seconds > 0:
         request["grant"] = {"seconds": grant_seconds}
+    elif grant_rule:
+        request["grant"] = {"rule": grant_rule}
+    if stop:
+        request["stop"] = True
     return request
 
 
@@ -105,6 +119,8 @@ class GateRequest:
     schema: dict[str, Any]
     grant_seconds: float | None = None
     redacted: tuple[str, ...] = ()
+    grant_rule: str | None = None  # the agent's own grant, for its session (a door's request)
+    stop: bool = False  # "decline and stop" is offered
 
     @property
     def editable(self) -> frozenset[str]:
@@ -119,6 +135,7 @@ def read_request(args: Mapping[str, Any]) -> GateRequest:
         return dict(value) if isinstance(value, Mapping) else {}
 
     grant = mapping("grant").get("seconds")
+    rule = mapping("grant").get("rule")
     seconds = float(grant) if isinstance(grant, int | float) and not isinstance(grant, bool) else 0
     locked = args.get("redacted")
     order = args.get("order")
@@ -134,6 +151,8 @@ def read_request(args: Mapping[str, Any]) -> GateRequest:
         schema=schema,
         grant_seconds=seconds if math.isfinite(seconds) and seconds > 0 else None,
         redacted=tuple(str(k) for k in locked) if isinstance(locked, list) else (),
+        grant_rule=rule if isinstance(rule, str) and rule else None,
+        stop=args.get("stop") is True,
     )
 
 

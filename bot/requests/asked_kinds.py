@@ -10,6 +10,7 @@ from bot.gates import approvals
 from bot.human_tools.forms import Form, form_from_schema
 from bot.requests.arguments import text_of
 from bot.requests.kinds import (
+    STOP,
     Args,
     Control,
     Fact,
@@ -110,9 +111,14 @@ def _gate_controls(args: Args) -> list[Control]:
         granted = approvals.duration(request.grant_seconds)
         label = f"Approve and allow {request.tool} here for {granted}"
         controls.append(Control(Verb.GRANT, label))
+    elif request.grant_rule is not None:
+        label = f"Approve and allow {request.grant_rule} for this session"
+        controls.append(Control(Verb.GRANT, label))
     form = gate_edit_form(args)
     if form.fields:
         controls.append(Control(Verb.EDIT, "Edit", form=form))
+    if request.stop:
+        controls.append(STOP)  # beside the Decline every request has
     return controls
 
 
@@ -144,6 +150,8 @@ def _gate_answer_facts(args: Args, answer: Any) -> list[Fact]:
     if decision.grant and request.grant_seconds is not None:
         granted = approvals.duration(request.grant_seconds)
         return [Fact("Decision", f"Approved, and allowed here for {granted}")]
+    if decision.grant and request.grant_rule is not None:
+        return [Fact("Decision", f"Approved, and allowed {request.grant_rule} for this session")]
     facts = [Fact("Decision", "Approved")]
     if decision.arguments is not None:
         before = {k: v for k, v in request.arguments.items() if k in request.editable}

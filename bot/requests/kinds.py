@@ -37,6 +37,7 @@ class Verb(StrEnum):
     SUBMIT = "submit"  # a form
     EDIT = "edit"  # approve with changes (a gated call's arguments, in a form)
     GRANT = "grant"  # approve, and allow the same unasked for a while (a gated call)
+    STOP = "stop"  # decline, and ask the agent to stop (a door's gated call): reject(reason)
 
 
 class Style(StrEnum):
@@ -71,6 +72,13 @@ DECLINE_FORM = Form(
     (FormField("reason", "Reason (optional)", FieldKind.LONG_TEXT, required=False),),
 )
 DECLINE = Control(Verb.DECLINE, "Decline", Style.DEFAULT, DECLINE_FORM)
+STOP_FORM = Form(
+    "stop",
+    "Decline and stop the agent",
+    "Decline and stop",
+    (FormField("reason", "Reason (optional)", FieldKind.LONG_TEXT, required=False),),
+)
+STOP = Control(Verb.STOP, "Decline and stop", Style.DANGER, STOP_FORM)
 
 
 def answer_form(key: str = "answer", label: str = "Your answer") -> Form:

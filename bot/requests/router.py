@@ -236,6 +236,8 @@ class Router:
         rule = self.voting_rule(record)
         if rule is not None and rule.required > 1 and interaction.verb in CHANGED:
             return Refused(Refusal.UNFIT, wording.needs_approvals(rule.required), record)
+        if rule is not None and interaction.verb is Verb.STOP:  # a vote cannot stop an agent
+            return Refused(Refusal.UNFIT, wording.VOTES_DECIDE, record)
         if control.form is not None and not interaction.submitted:
             return NeedsForm(record, control.form)
         read = read_form(control.form, interaction.inputs) if control.form else FormResult()
@@ -245,6 +247,9 @@ class Router:
             return await self._vote(record, interaction, rule, read.values, control.form)
         if interaction.verb is Verb.DECLINE:
             return await self._settle(record, interaction, None, read.values.get("reason") or "")
+        if interaction.verb is Verb.STOP:
+            reason = wording.stop_reason(str(read.values.get("reason") or ""))
+            return await self._settle(record, interaction, None, reason)
         answer = self._answer(record, interaction, read.values)
         if isinstance(answer, Invalid):
             return Invalid(record, control.form, field_errors(answer.errors, control.form))

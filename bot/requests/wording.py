@@ -102,6 +102,27 @@ def undelivered(reason: str | None) -> Phrase:
     return Phrase(f"Could not be delivered: {why}." if why else "Could not be delivered.")
 
 
+# -- "decline and stop" (a door's gated call, bot/gates/approvals.py) -------------------------
+
+STOPPED = "Declined and stopped"
+
+
+def stop_reason(reason: str) -> str:
+    """The reason a "decline and stop" records: the person's own, marked so the door that
+    asked can tell its agent to stop (`stopped`); people and the audit log read it as it is.
+    A decline whose reason someone wrote with the mark reads as a stop too: only the people
+    who may decline can write it, and they may stop the agent anyway."""
+    return f"{STOPPED}: {reason}" if reason else STOPPED
+
+
+def stopped(reason: str | None) -> str | None:
+    """The person's own reason ("" if they gave none) of a decline that asked the agent to
+    stop; None for any other reason."""
+    if reason is None or not (reason == STOPPED or reason.startswith(STOPPED + ":")):
+        return None
+    return reason.removeprefix(STOPPED).removeprefix(":").strip()
+
+
 # -- notices: private replies to someone whose answer was not taken -------------------------
 
 UNKNOWN = Phrase("This request is no longer known.")
@@ -130,6 +151,9 @@ def already_settled(record: RequestRecord) -> Phrase:
 def voted_already(tally: Phrase) -> Phrase:
     """To someone whose second vote on a request several people decide was not taken."""
     return Phrase(f"You voted already: {tally.template}.", tally.people)
+
+
+VOTES_DECIDE = Phrase("This request is decided by votes: approve it, or decline it.")
 
 
 def needs_approvals(required: int) -> Phrase:
