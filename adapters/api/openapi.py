@@ -1,5 +1,12 @@
 """The HTTP API's OpenAPI 3.1 document, generated from its pydantic models (adapters/api/
-models.py): the schemas are theirs, the paths are listed here once."""
+models.py) and the doors' contract (bot/doors/contracts.py): the schemas are theirs, the paths
+are listed here once.
+
+A request is typed by its tool: `CreateRequest` is a union discriminated on `tool`, one variant
+per tool with its `<Tool>Arguments`, and `RequestOut` one per tool with its arguments and its
+`<Tool>Answer` (beside `ReservedRequest`: a request whose idempotency key is taken but whose
+record is not yet written, told without its tool), so a generated client reads typed answers.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,8 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from adapters.api.models import ApiError, CreateRequest, RequestOut, RequestPage
+from bot.doors.contracts import CONTRACTS, tool_schemas
+from bot.words.tool_names import GATE_TOOL
 
 REF = "#/components/schemas/{model}"
 ERRORS = {
@@ -87,18 +96,65 @@ def _paths() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _variant(fields: dict[str, Any], tool: str, arguments: str, **more: Any) -> dict[str, Any]:
+    """`fields` (a model's properties) for requests of one tool."""
+    rest = {k: v for k, v in fields.items() if k not in ("tool", "arguments", "answer")}
+    return {"tool": {"const": tool}, "arguments": _ref(arguments), **more, **rest}
+
+
+def _requests(created: dict[str, Any], told: dict[str, Any]) -> dict[str, Any]:
+    """The per-tool variants of `CreateRequest` (from `created`, its generated schema) and of
+    `RequestOut` (from `told`), and the two unions."""
+    schemas: dict[str, Any] = {}
+    made, shown = {}, []
+    for contract in CONTRACTS.values():
+        name = contract.name
+        arguments = "ApprovalGateRequest" if contract.tool == GATE_TOOL else f"{name}Arguments"
+        schemas[f"Create{name}Request"] = {
+            **created, "title": f"Create{name}Request",
+            "properties": _variant(created["properties"], contract.tool, f"{name}Arguments"),
+            "required": ["tool", "arguments", "to"],
+        }  # fmt: skip
+        answer = {"anyOf": [_ref(f"{name}Answer"), {"type": "null"}],
+                  "description": "The tool's answer, once answered"}  # fmt: skip
+        schemas[f"{name}Request"] = {
+            **told, "title": f"{name}Request",
+            "properties": _variant(told["properties"], contract.tool, arguments, answer=answer),
+            "required": ["id", "status", "to", "tool"],
+        }  # fmt: skip
+        made[contract.tool] = REF.format(model=f"Create{name}Request")
+        shown.append(_ref(f"{name}Request"))
+    schemas["ReservedRequest"] = {
+        "type": "object", "additionalProperties": False, "required": ["id", "status", "to"],
+        "properties": {key: told["properties"][key] for key in ("id", "to", "idempotency_key")}
+        | {"status": {"const": "pending"}},
+        "description": "A request whose idempotency key is taken, its record not yet written",
+    }  # fmt: skip
+    schemas["CreateRequest"] = {
+        "oneOf": [{"$ref": ref} for ref in made.values()],
+        "discriminator": {"propertyName": "tool", "mapping": made},
+        "description": created.get("description", ""),
+    }  # fmt: skip
+    schemas["RequestOut"] = {"oneOf": [*shown, _ref("ReservedRequest")],
+                             "description": told.get("description", "")}  # fmt: skip
+    return schemas
+
+
 @functools.cache
 def openapi_document() -> dict[str, Any]:
     """The document served at /api/v1/openapi.json."""
     models = [(m, "validation" if m is CreateRequest else "serialization")
               for m in (CreateRequest, RequestOut, RequestPage, ApiError)]  # fmt: skip
-    _, schemas = models_json_schema(models, ref_template=REF)  # type: ignore[arg-type]
+    _, generated = models_json_schema(models, ref_template=REF)  # type: ignore[arg-type]
+    schemas = generated.get("$defs", {})
+    schemas.update(tool_schemas(REF))
+    schemas.update(_requests(schemas["CreateRequest"], schemas["RequestOut"]))
     return {
         "openapi": "3.1.0",
         "info": {"title": "hitl-bridge", "version": "1",
                  "description": "Ask a person in Slack or Teams, from any agent."},
         "components": {
-            "schemas": schemas.get("$defs", {}),
+            "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],

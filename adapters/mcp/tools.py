@@ -32,6 +32,7 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters.mcp import schemas
 from adapters.mcp.claude_code import SessionRule, session_rule
 from bot.doors.addresses import MAX_ADDRESS
 from bot.doors.long_polls import TooManyPolls
@@ -203,10 +204,12 @@ def definitions(default_to: str | None, default_timeout: float) -> list[types.To
         schema["properties"] = {**schema["properties"], **copy.deepcopy(options)}
         description = f"{builtin.description} The answer: {tool.returns}.{_WAITING}"
         tools.append(types.Tool(name=tool.name, title=tool.title, description=description,
-                                input_schema=schema))  # fmt: skip
+                                input_schema=schema,
+                                output_schema=schemas.asked(tool.builtin)))  # fmt: skip
     waiting = _schema(AwaitArgs)
     tools.append(types.Tool(
         name=AWAIT_ANSWER, title="Wait for an answer", input_schema=waiting,
+        output_schema=schemas.asked(*(tool.builtin for tool in ASK_TOOLS.values())),
         description="Wait for the answer to a request that was pending: the same result as "
         "the call that asked, or pending again.",
     ))  # fmt: skip
@@ -214,7 +217,7 @@ def definitions(default_to: str | None, default_timeout: float) -> list[types.To
     permission["properties"]["to"]["description"] = _to_description(default_to)
     tools.append(types.Tool(
         name=PERMISSION_PROMPT, title="Ask a person whether a tool call may run",
-        input_schema=permission,
+        input_schema=permission, output_schema=schemas.PERMISSION,
         description="Claude Code's --permission-prompt-tool: a person approves the call, edits "
         'its input, or declines it. Returns {"behavior": "allow", "updatedInput": {...}} or '
         '{"behavior": "deny", "message": "..."}; waits until the person answers or the '

@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from bot.doors.addresses import Address, Addressee, UnknownAddressError, read_address
+from bot.doors.contracts import GateCall
 from bot.doors.long_polls import Gone, LongPolls
 from bot.gates import approvals
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
@@ -355,15 +356,6 @@ def _invalid(tool: str, err: ValidationError) -> DoorError:
     errors = {".".join(str(p) for p in e["loc"]) or "arguments": e["msg"] for e in err.errors()}
     listed = "; ".join(f"{k}: {v}" for k, v in errors.items())
     return DoorError(f"invalid arguments for {tool}: {listed}", errors=errors)
-
-
-class GateCall(BaseModel):
-    """`approveToolCall`'s arguments through a door: the call another agent wants to make."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    tool_name: str = Field(min_length=1, max_length=200)
-    input: dict[str, Any]
 
 
 def _validated_call(arguments: dict[str, Any]) -> GateCall:

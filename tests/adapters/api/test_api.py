@@ -9,7 +9,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
 import pytest
 from aiohttp import web
 from openapi_spec_validator import validate as validate_openapi
@@ -18,6 +17,7 @@ from adapters.api.webhooks import signature
 from bot.doors.long_polls import LongPolls
 from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
+from tests.adapters.api.contract import conforms
 from tests.adapters.slack.conftest import (
     ALICE,
     CHANNEL,
@@ -55,14 +55,6 @@ class Api:
     async def create(self, **fields: Any) -> tuple[int, JSON]:
         return await self.call("POST", "/requests", {
             "tool": "requestApproval", "arguments": APPROVAL, "to": TO, **fields})  # fmt: skip
-
-
-def conforms(document: JSON, path: str, method: str, status: int, body: Any) -> None:
-    """`body` is what the document says the operation answers with `status`."""
-    template = "/requests/{id}" if path.count("/") == 2 else "/requests"
-    operation = document["paths"][f"/api/v1{template}"][method.lower()]
-    schema = operation["responses"][str(status)]["content"]["application/json"]["schema"]
-    jsonschema.validate(body, {**schema, "components": document["components"]})
 
 
 async def start(start_env: StartEnv, **settings: Any) -> tuple[Env, Api]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from hitl_client import HitlClient, RequestDeclined
+from tests.adapters.api.contract import Checking
 from tests.adapters.api.test_api import TO, posted, start
 from tests.adapters.slack.conftest import WAIT, Env, StartEnv
 
@@ -25,7 +26,7 @@ async def answer_when_posted(env: Env, client: HitlClient, action: str, **extra:
 
 async def test_the_client_asks_and_gets_the_typed_answer(start_env: StartEnv) -> None:
     env, api = await start(start_env)
-    async with HitlClient(env.server.url, api.token) as client:
+    async with HitlClient(env.server.url, api.token, transport=Checking(api.document)) as client:
         clicking = asyncio.create_task(answer_when_posted(env, client, "hitl_approve"))
         answer = await asyncio.wait_for(
             client.request_approval("Deploy v2", "Release day", TO), WAIT
@@ -43,7 +44,7 @@ async def test_a_declined_request_raises_and_a_cancelled_one_says_so(
     start_env: StartEnv,
 ) -> None:
     env, api = await start(start_env)
-    async with HitlClient(env.server.url, api.token) as client:
+    async with HitlClient(env.server.url, api.token, transport=Checking(api.document)) as client:
         made = await client.create("requestApproval", {"action": "Drop it", "reason": "x"}, TO)
         assert (await client.cancel(made.id)).status == "cancelled"
         declining = asyncio.create_task(decline_when_posted(env, client, "not on a Friday"))

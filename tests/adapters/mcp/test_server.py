@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import jsonschema
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -87,6 +88,28 @@ async def test_the_tools_are_listed_with_the_built_in_tools_arguments(bridge: Se
     assert {"to", "timeout_seconds", "wait_seconds"} <= set(select["properties"])
     assert "Default: slack:C1." in select["properties"]["to"]["description"]
     assert listed["permission_prompt"].input_schema["required"] == ["tool_name", "input"]
+
+
+async def test_every_tool_declares_the_schema_of_its_structured_content(bridge: Served) -> None:
+    """The official client checks each result that is not an error against its tool's
+    `outputSchema` (the other tests' calls pass that check); a result that is an error is
+    checked here, and the schemas are not blind."""
+    async with connected(bridge) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        bridge.person.act = pressing(Verb.DECLINE, {"reason": "not today"})
+        declined = await call(client, "request_approval", action="Deploy", reason="Friday")
+    schemas: dict[str, dict[str, Any]] = {}
+    for name, tool in listed.items():
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object", name
+        schemas[name] = schema = tool.output_schema
+        jsonschema.Draft202012Validator.check_schema(schema)
+    assert declined.is_error
+    jsonschema.validate(declined.structured_content, schemas["request_approval"])
+    wrong = {"approved": "yes", "request_id": "r1", "status": "answered", "answered_by": None}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(wrong, schemas["request_approval"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"behavior": "allow"}, schemas["permission_prompt"])
 
 
 @pytest.mark.parametrize("mode", MODES)

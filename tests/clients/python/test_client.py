@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import secrets
@@ -28,6 +29,7 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters.api.openapi import openapi_document
 from bot.human_tools.models import (
     AskUserQuestionArgs,
     CollectUserDataArgs,
@@ -51,6 +53,7 @@ from hitl_client import (
     SelectOptionAnswer,
     UploadFileAnswer,
 )
+from tests.adapters.api.contract import conforms
 from tests.bot.conftest import within
 
 ALICE = "hitl_alice_0123456789abcdef"  # the tokens the stand-in knows, and their names
@@ -62,6 +65,7 @@ THREAD = "slack:C0123ABCD/U0123ABCD@1712345678.000100"
 LONG_POLL = 0.2  # the client's long-poll step here: several polls in a fraction of a second
 
 T = TypeVar("T")
+DOCUMENT = openapi_document()
 
 # -- the stand-in of the API -------------------------------------------------------------------
 
@@ -139,7 +143,7 @@ class StandIn:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        app = web.Application(middlewares=[self._errors])
+        app = web.Application(middlewares=[_documented, self._errors])
         app.router.add_post("/api/v1/requests", self._create)
         app.router.add_get("/api/v1/requests", self._list)
         app.router.add_get("/api/v1/requests/{id}", self._get)
@@ -292,6 +296,20 @@ class StandIn:
         if held is None or held.owner != _owner(request):
             raise Refused(404, "not_found", f"no request {request.match_info['id']}")
         return held
+
+
+@web.middleware
+async def _documented(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Every answer of the stand-in is one the served OpenAPI document describes: what the
+    client is tested against is the contract, not a guess at it."""
+    response = await handler(request)
+    if isinstance(response, web.Response) and response.body is not None:
+        body = json.loads(bytes(response.body))  # type: ignore[arg-type]
+        path = request.raw_path.split("?")[0]  # as sent: an id's / stays %2F
+        conforms(DOCUMENT, path, request.method, response.status, body)
+    return response
 
 
 def _owner(request: web.Request) -> str:

@@ -1,58 +1,71 @@
-"""hitl_client/models.py against the server's models: the same fields, types, defaults and
-limits, so the client (installed without the server) cannot drift from what the bridge takes
-and tells. Descriptions and titles are the server's to word; everything else must match."""
+"""hitl_client/models.py against the server's OpenAPI document: each client model has the
+fields, types, defaults and limits of the document's `<Tool>Arguments` / `<Tool>Answer`
+component, so the client (installed without the server) cannot drift from what the bridge
+takes and tells. Descriptions and titles are the server's to word; everything else must match."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
 
-from bot.human_tools import models as server
+from adapters.api.openapi import REF, openapi_document
+from bot.doors.contracts import CONTRACTS, inlined
 from hitl_client import models as client
 
-# The client's name of each model, with the server's model it copies.
-PAIRS: list[tuple[type[BaseModel], type[BaseModel]]] = [
-    (client.AskUserQuestionArguments, server.AskUserQuestionArgs),
-    (client.AskUserQuestionAnswer, server.AskUserQuestionAnswer),
-    (client.RequestApprovalArguments, server.RequestApprovalArgs),
-    (client.RequestApprovalAnswer, server.RequestApprovalAnswer),
-    (client.SelectOptionArguments, server.SelectOptionArgs),
-    (client.SelectOptionAnswer, server.SelectOptionAnswer),
-    (client.CollectUserDataArguments, server.CollectUserDataArgs),
-    (client.DataField, server.DataField),
-    (client.UploadFileArguments, server.UploadFileArgs),
-    (client.UploadFileAnswer, server.UploadFileAnswer),
-    (client.ConfirmActionArguments, server.ConfirmActionArgs),
-    (client.ConfirmActionAnswer, server.ConfirmActionAnswer),
-]
+SCHEMAS: dict[str, Any] = openapi_document()["components"]["schemas"]
+# Each client model, with the document's component it copies.
+PAIRS: list[tuple[type[BaseModel], str]] = [
+    *[(model, model.__name__) for model in (
+        client.AskUserQuestionArguments, client.AskUserQuestionAnswer,
+        client.RequestApprovalArguments, client.RequestApprovalAnswer,
+        client.SelectOptionArguments, client.SelectOptionAnswer,
+        client.CollectUserDataArguments, client.DataField,
+        client.UploadFileArguments, client.UploadFileAnswer,
+        client.ConfirmActionArguments, client.ConfirmActionAnswer,
+        client.ApproveToolCallArguments,
+    )],
+]  # fmt: skip
 WORDING = {"title", "description", "additionalProperties"}
 
 
 def shape(schema: Any) -> Any:
-    """A JSON schema without its wording (and with `$defs` named by what they hold)."""
+    """A JSON schema without its wording, its `$defs` and `$ref`s written in place."""
+    defs = schema.pop("$defs", {}) if isinstance(schema, dict) else {}
+    return _shape(inlined(schema, defs, "#/$defs/{model}"))
+
+
+def _shape(schema: Any) -> Any:
     if isinstance(schema, dict):
-        return {key: shape(value) for key, value in schema.items() if key not in WORDING}
+        return {key: _shape(value) for key, value in schema.items() if key not in WORDING}
     if isinstance(schema, list):
-        return [shape(item) for item in schema]
+        return [_shape(item) for item in schema]
     return schema
 
 
-@pytest.mark.parametrize(("ours", "theirs"), PAIRS, ids=[p[0].__name__ for p in PAIRS])
-@pytest.mark.parametrize("mode", ["validation", "serialization"])
-def test_the_clients_model_is_the_servers(
-    ours: type[BaseModel], theirs: type[BaseModel], mode: str
-) -> None:
-    assert shape(ours.model_json_schema(mode=mode)) == shape(  # type: ignore[arg-type]
-        theirs.model_json_schema(mode=mode)  # type: ignore[arg-type]
+def component(name: str) -> Any:
+    return _shape(inlined(SCHEMAS[name], SCHEMAS, REF))
+
+
+@pytest.mark.parametrize(("ours", "name"), PAIRS, ids=[p[1] for p in PAIRS])
+def test_the_clients_model_is_the_documents(ours: type[BaseModel], name: str) -> None:
+    mode: Literal["validation", "serialization"] = (
+        "serialization" if name.endswith("Answer") else "validation"
     )
+    assert shape(ours.model_json_schema(mode=mode)) == component(name)
 
 
-def test_every_built_in_tool_has_its_models() -> None:
-    from bot.human_tools.tool import BUILTIN_TOOLS
-
-    assert sorted(client.TOOLS) == sorted(BUILTIN_TOOLS)
+def test_every_tool_of_the_document_has_the_clients_models() -> None:
+    assert sorted(client.TOOLS) == sorted(t for t in CONTRACTS if t != "approveToolCall")
+    for tool, (arguments, answer) in client.TOOLS.items():
+        name = CONTRACTS[tool].name
+        assert arguments.__name__ == f"{name}Arguments"
+        assert answer is None or answer.__name__ == f"{name}Answer"
+    documented = {key for key in SCHEMAS if key.endswith(("Arguments", "Answer"))}
+    copied = {name for _, name in PAIRS}
+    # collectUserData's answer is the form's own; approveToolCall's is read as a ToolCallReview
+    assert documented - copied == {"CollectUserDataAnswer", "ApproveToolCallAnswer"}
 
 
 def test_the_shape_sees_a_changed_limit() -> None:
@@ -61,5 +74,4 @@ def test_the_shape_sees_a_changed_limit() -> None:
     class Looser(client.Arguments):
         question: str
 
-    looser = Looser.model_json_schema()
-    assert shape(looser) != shape(server.AskUserQuestionArgs.model_json_schema())
+    assert shape(Looser.model_json_schema()) != component("AskUserQuestionArguments")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from hitl_client import HitlApiError, HitlClient, ToolCallReview
+from tests.adapters.api.contract import Checking
 from tests.adapters.api.test_api import TO, posted, start
 from tests.adapters.slack.conftest import WAIT, Env, StartEnv
 
@@ -28,7 +29,7 @@ async def reviewed(env: Env, hitl: HitlClient, act: Any) -> ToolCallReview:
 
 async def test_approved_edited_and_declined_calls_are_reviews(start_env: StartEnv) -> None:
     env, api = await start(start_env)
-    async with HitlClient(env.server.url, api.token) as hitl:
+    async with HitlClient(env.server.url, api.token, transport=Checking(api.document)) as hitl:
 
         async def approve(message: Any) -> None:
             await env.click(message, "hitl_approve")
@@ -57,7 +58,7 @@ async def test_a_call_without_a_tool_name_is_refused_naming_the_field(
     start_env: StartEnv,
 ) -> None:
     env, api = await start(start_env)
-    async with HitlClient(env.server.url, api.token) as hitl:
+    async with HitlClient(env.server.url, api.token, transport=Checking(api.document)) as hitl:
         with pytest.raises(HitlApiError) as refused:
             await hitl.create("approveToolCall", {"input": {}}, TO)
     assert refused.value.status == 400
