@@ -95,6 +95,7 @@ class AnthropicAIProvider:
     ) -> AssistantTurn:
         # The anthropic SDK's HTTP client (loaded with it): a connection dropped mid-stream
         # raises its errors.
+        import anthropic
         import httpx2
 
         offered: Any = [
@@ -120,7 +121,9 @@ class AnthropicAIProvider:
                         block = event.content_block
                         if block.type == "tool_use":
                             on_tool_start(block.name, block.id)
-            except httpx2.TransportError as err:
+            # Older SDKs let the HTTP client's error through; 2.17 and newer wrap a failed
+            # read of the body as an APIConnectionError (the request itself was sent above).
+            except (httpx2.TransportError, anthropic.APIConnectionError) as err:
                 raise ReplyInterruptedError(f"{type(err).__name__}: {err}") from err
             if not stopped:
                 raise ReplyInterruptedError("the stream ended before message_stop")
