@@ -1,15 +1,17 @@
 """An OpenAI Agents SDK agent whose `deploy` tool needs a person's approval, given in Slack or
 Teams through the bridge.
 
-    pip install -e . 'openai-agents>=0.24'   # from the repository's root
+    pip install ./clients/python 'openai-agents>=0.24'   # from the repository's root
     HITL_URL=http://localhost:3000 HITL_TOKEN=hitl_... HITL_TO=slack:U0123ABCD \
         python examples/openai_agents/agent.py
 
 `deploy` is a function tool with `needs_approval=True`: the SDK stops the run before calling
-it and returns the call as a pending approval (`RunResult.interruptions`). Each one becomes a
-`requestApproval` request; the person's Approve or Decline is `RunState.approve` or
-`RunState.reject`, and the run resumes from that state until the agent's final answer. A
-rejected deploy never runs.
+it and returns the call as a pending approval (`RunResult.interruptions`).
+`approve_interruptions` (hitl_client.frameworks.openai_agents) shows each one as the bridge's
+approval gate and writes the person's decision into the run's state: Approve is
+`RunState.approve` ("approve and allow here" with `always_approve=True`), Decline is
+`RunState.reject` with their reason, which the model reads; the run resumes from that state
+until the agent's final answer. A rejected deploy never runs.
 
 The model: OpenAI's (the SDK's default) when OPENAI_API_KEY is set; otherwise `ScriptedModel`
 below, a local stand-in that calls `deploy` once and then reports what happened, so the
@@ -38,7 +40,6 @@ from agents import (
     RunContextWrapper,
     Runner,
     Tool,
-    ToolApprovalItem,
     TResponseInputItem,
     Usage,
     function_tool,
@@ -53,7 +54,8 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from hitl_client import HitlClient, RequestNotAnswered
+from hitl_client import HitlClient
+from hitl_client.frameworks.openai_agents import approve_interruptions
 
 PROMPT = "Deploy payments v2 to production."
 
@@ -86,22 +88,12 @@ def build_agent(model: str | Model | None = None) -> Agent[Release]:
     )
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A person's decision on one tool call."""
-
-    call: str  # deploy({"service": ...})
-    approved: bool
-    reason: str | None
-
-
 @dataclass
 class Outcome:
-    """How a run ended: the agent's final answer, what was deployed, the people's decisions."""
+    """How a run ended: the agent's final answer, and what was deployed."""
 
     output: str
     deployed: list[str]
-    decisions: list[Decision]
 
 
 async def run(client: HitlClient, to: str, *, model: str | Model | None = None) -> Outcome:
@@ -114,38 +106,13 @@ async def run(client: HitlClient, to: str, *, model: str | Model | None = None) 
     # The SDK's tracing uploads to OpenAI: off with the local model, so nothing leaves.
     config = RunConfig(tracing_disabled=isinstance(model, ScriptedModel))
     release = Release()
-    decisions: list[Decision] = []
-    run_id = uuid.uuid4().hex
+    run_id = uuid.uuid4().hex  # the requests' idempotency keys: asked again, found again
     result = await Runner.run(agent, PROMPT, context=release, run_config=config)
     while result.interruptions:
-        state = result.to_state()
-        for pending in result.interruptions:
-            approved, reason = await decide(client, to, run_id, pending)
-            decisions.append(Decision(f"{pending.name}({pending.arguments})", approved, reason))
-            if approved:
-                state.approve(pending)
-            else:
-                state.reject(pending, rejection_message=f"A person declined: {reason}")
+        state = await approve_interruptions(result, client, to=to, key=f"openai-agents:{run_id}")
         # The state (approvals and rejections recorded in it) is the next run's input.
         result = await Runner.run(agent, state, run_config=config)
-    return Outcome(str(result.final_output), release.deployed, decisions)
-
-
-async def decide(
-    client: HitlClient, to: str, run_id: str, pending: ToolApprovalItem
-) -> tuple[bool, str | None]:
-    """Ask `to` to approve a pending tool call: (approved, the person's reason). A decline,
-    an expiry, a withdrawal or an undeliverable request are all a no."""
-    try:
-        answer = await client.request_approval(
-            f"{pending.name} {pending.arguments}",
-            f"{pending.agent.name} (an AI agent) asked to run {pending.name}.",
-            to,
-            idempotency_key=f"openai-agents:{run_id}:{pending.call_id}",
-        )
-    except RequestNotAnswered as refused:
-        return False, refused.reason or refused.request.status
-    return answer.approved, answer.reason
+    return Outcome(str(result.final_output), release.deployed)
 
 
 class ScriptedModel(Model):

@@ -1,7 +1,8 @@
 """The bridge the examples' tests ask: the real service (`Server.start`, as `hitl-bridge serve`
 runs it) with the fake Slack and the fake Anthropic API on 127.0.0.1, a token of its own, and
 a "person" who answers each request in Slack as it is posted: `Answer` clicks Approve (or, for
-a question, fills the Answer modal), `Decline` clicks Decline and gives the reason.
+a question, fills the Answer modal), `Decline` clicks Decline and gives the reason, `Edit`
+changes a tool call's arguments in the Edit modal (the approval gate's, `approveToolCall`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class Decline:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """The person edits a tool call (approveToolCall) before approving it: `changes` are the
+    fields they retype, the others are submitted as shown."""
+
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Asked:
     """A request the bridge was asked, as stored."""
 
@@ -56,7 +65,7 @@ class Asked:
     to: str
 
 
-Person = Callable[[Asked], Answer | Decline]
+Person = Callable[[Asked], Answer | Decline | Edit]
 
 
 @dataclass
@@ -67,8 +76,10 @@ class Bridge:
 
 
 @contextlib.asynccontextmanager
-async def bridge(person: Person) -> AsyncIterator[Bridge]:
-    """The service on 127.0.0.1, and `person` answering its requests in Slack."""
+async def bridge(person: Person, *, at_once: int = 1) -> AsyncIterator[Bridge]:
+    """The service on 127.0.0.1, and `person` answering its requests in Slack. With `at_once`
+    the person answers nothing before that many requests are posted: what asks one request
+    at a time, waiting for each answer, never gets one."""
     async with contextlib.AsyncExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         slack = await stack.enter_async_context(FakeSlack(users={PERSON: "person"}))
@@ -85,7 +96,7 @@ async def bridge(person: Person) -> AsyncIterator[Bridge]:
         stack.push_async_callback(server.stop)
         token, _ = await Tokens(DoorTables(server.service.store)).create("examples")
         made = Bridge(server.url, token)
-        answering = asyncio.create_task(_answer(made, person, server, slack, http))
+        answering = asyncio.create_task(_answer(made, person, server, slack, http, at_once))
         try:
             yield made
         finally:
@@ -94,25 +105,28 @@ async def bridge(person: Person) -> AsyncIterator[Bridge]:
 
 
 async def _answer(
-    made: Bridge, person: Person, server: Server, slack: FakeSlack, http: aiohttp.ClientSession
-) -> None:
+    made: Bridge, person: Person, server: Server, slack: FakeSlack, http: aiohttp.ClientSession,
+    at_once: int,
+) -> None:  # fmt: skip
     """Answer each request message as it is posted (in order)."""
     events = f"{server.url}/slack/events"
     answered = 0
     while True:
-        posts = await slack.wait_for_call("chat.postMessage", answered + 1, timeout=3600)
+        posts = await slack.wait_for_call(
+            "chat.postMessage", max(answered + 1, at_once), timeout=3600
+        )
         record = await _record(server, posts[answered])
         answered += 1
         asked = Asked(record.tool_name, record.arguments, TO)
         made.asked.append(asked)
         ref = record.message_refs["slack"]
         message = slack.message(ref["channel"], ref["ts"])
-        await _reply(slack, http, events, message, ref["channel"], person(asked))
+        await _reply(slack, http, events, message, ref["channel"], asked, person(asked))
 
 
 async def _reply(
     slack: FakeSlack, http: aiohttp.ClientSession, events: str, message: dict[str, Any],
-    channel: str, reply: Answer | Decline,
+    channel: str, asked: Asked, reply: Answer | Decline | Edit,
 ) -> None:  # fmt: skip
     """The person's answer, as clicks (and a modal) on the request's message."""
 
@@ -134,6 +148,11 @@ async def _reply(
     if isinstance(reply, Decline):
         await click("hitl_decline")
         await submit({"reason": {"reason": reply.reason}})
+    elif isinstance(reply, Edit):
+        await click("hitl_edit")
+        shown: dict[str, Any] = asked.arguments["arguments"]  # the gate's call, as shown
+        typed = {name: str(value) for name, value in (shown | reply.changes).items()}
+        await submit({name: {name: value} for name, value in typed.items()})
     elif "answer" in reply.answer:
         await click("hitl_answer")
         await submit({"answer": {"answer": reply.answer["answer"]}})

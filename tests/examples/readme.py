@@ -50,9 +50,10 @@ def told(example: str) -> Told:
 
 def checked(example: str, package: str) -> Told:
     """examples/<example>/README.md's commands, its install line checked against pyproject's
-    pin of `package` and its HITL_URL's port against serve's default."""
+    pin of `package` (the client from the clone, and the framework: nothing of the server) and
+    its HITL_URL's port against serve's default."""
     readme = told(example)
-    assert readme.install == ["pip", "install", "-e", ".", dev_requirement(package)]
+    assert readme.install == ["pip", "install", "./clients/python", dev_requirement(package)]
     assert port_of(readme.env["HITL_URL"]) == serve_port()
     return readme
 

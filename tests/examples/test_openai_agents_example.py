@@ -5,7 +5,6 @@ is approved or rejected as they decide."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from agents import RunConfig, Runner
@@ -18,7 +17,7 @@ from tests.examples.readme import checked, run_as_told
 pytestmark = pytest.mark.subprocess  # the README's commands run as processes
 
 WITHIN = 10.0  # seconds a run may take here
-CALL = 'deploy({"service": "payments", "version": "v2"})'
+CALL = {"service": "payments", "version": "v2"}
 
 
 def approver(asked: Asked) -> Answer:
@@ -36,23 +35,17 @@ async def test_an_approved_deploy_runs_and_the_run_completes(
     async with bridge(approver) as hitl, HitlClient(hitl.url, hitl.token) as client:
         outcome = await asyncio.wait_for(agent.run(client, TO), WITHIN)
     [asked] = hitl.asked
-    assert (asked.tool, asked.to) == ("requestApproval", TO)
-    action = asked.arguments["action"]
-    assert action.startswith("deploy ")
-    assert json.loads(action.removeprefix("deploy ")) == {"service": "payments", "version": "v2"}
+    assert (asked.tool, asked.to) == ("approveToolCall", TO)  # the gate: Approve / Edit / Decline
+    assert (asked.arguments["tool"], asked.arguments["arguments"]) == ("deploy", CALL)
     assert outcome.deployed == ["payments v2"]
-    assert outcome.decisions == [agent.Decision(CALL, approved=True, reason=None)]
     assert outcome.output == "deploy: payments v2 is live in production"
 
 
 async def test_a_rejected_deploy_does_not_run_and_the_model_is_told_why() -> None:
     async with bridge(refuser) as hitl, HitlClient(hitl.url, hitl.token) as client:
         outcome = await asyncio.wait_for(agent.run(client, TO, model=agent.ScriptedModel()), WITHIN)
-    assert [a.tool for a in hitl.asked] == ["requestApproval"]
+    assert [a.tool for a in hitl.asked] == ["approveToolCall"]
     assert outcome.deployed == []
-    assert outcome.decisions == [
-        agent.Decision(CALL, approved=False, reason="Not during the change freeze")
-    ]
     assert outcome.output == "deploy: A person declined: Not during the change freeze"
 
 
