@@ -31,6 +31,16 @@ class GateCall(BaseModel):
 
     tool_name: str = Field(min_length=1, max_length=200, description="The tool to run.")
     input: dict[str, Any] = Field(description="The call's arguments, as the agent wrote them.")
+    description: str | None = Field(
+        None, min_length=1, max_length=2000,
+        description="What the call does, for the person (default: who asks to run it).",
+    )  # fmt: skip
+    allow: str | None = Field(
+        None, min_length=1, max_length=200,
+        description='Offer "approve and allow" for calls this rule covers (the caller\'s own '
+        'words, e.g. "deploys to staging"): the answer then says `grant: true`, and the '
+        "caller need not ask again for what the rule covers.",
+    )  # fmt: skip
 
 
 class GateAnswer(BaseModel):

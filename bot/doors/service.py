@@ -163,7 +163,14 @@ class Doors:
         returns its body and whether it is new. DoorError for what cannot be asked."""
         if ask.tool == GATE_TOOL:  # another agent's tool call, to approve, edit or decline
             call = _validated_call(ask.arguments)
-            return await self.ask_gate(requester, call.tool_name, call.input, ask)
+            return await self.ask_gate(
+                requester,
+                call.tool_name,
+                call.input,
+                ask,
+                grant_rule=call.allow,
+                description=call.description,
+            )
         tool = self.tools.get(ask.tool)
         if tool is None:
             known = ", ".join(sorted([*self.tools, GATE_TOOL]))
@@ -179,14 +186,16 @@ class Doors:
         *,
         grant_rule: str | None = None,
         stop: bool = False,
+        description: str | None = None,
     ) -> tuple[RequestBody, bool]:
         """Ask whether a call of another agent's `tool` with `arguments` may run: an approval
         gate's request (Approve / Edit / Decline, bot/gates/approvals.py); `ask.tool` and
         `ask.arguments` are ignored. Its answer is an approvals.Decision. `grant_rule` offers
         "approve and allow" as that agent's own rule for its session (the door tells it),
-        `stop` offers "decline and stop" (a decline whose reason says so)."""
+        `stop` offers "decline and stop" (a decline whose reason says so). `description` is
+        what the person reads of the call (by default, who asks to run it)."""
         gate = approvals.request_arguments(
-            tool=tool[:200], description=f"{requester} asks to run {tool[:200]}.",
+            tool=tool[:200], description=description or f"{requester} asks to run {tool[:200]}.",
             schema=_schema_of(arguments), arguments=arguments, redact=(), grant_seconds=None,
             grant_rule=grant_rule[:200] if grant_rule else None, stop=stop,
         )  # fmt: skip

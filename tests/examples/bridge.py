@@ -156,6 +156,8 @@ async def _reply(
     elif "answer" in reply.answer:
         await click("hitl_answer")
         await submit({"answer": {"answer": reply.answer["answer"]}})
+    elif reply.answer.get("grant"):  # "Approve and allow", where the request offers it
+        await click("hitl_grant")
     else:
         await click("hitl_approve" if reply.answer.get("approved") else "hitl_decline")
 

@@ -155,8 +155,14 @@ def confirm_action(title: str, message: str, severity: Severity) -> Ask[bool]:
                answered(lambda a: ConfirmActionAnswer.model_validate(a).confirmed))  # fmt: skip
 
 
-def review_tool_call(tool_name: str, arguments: Mapping[str, Any]) -> Ask[ToolCallReview]:
-    """The bridge's approval gate on another agent's call: a decline is a review too."""
+def review_tool_call(
+    tool_name: str,
+    arguments: Mapping[str, Any],
+    description: str | None = None,
+    allow: str | None = None,
+) -> Ask[ToolCallReview]:
+    """The bridge's approval gate on another agent's call: a decline is a review too.
+    `allow` offers "approve and allow" for what it names (the review's `grant`)."""
     asked = dict(arguments)
 
     def decided(info: RequestInfo) -> ToolCallReview:
@@ -174,8 +180,9 @@ def review_tool_call(tool_name: str, arguments: Mapping[str, Any]) -> Ask[ToolCa
         return ToolCallReview(approved=True, arguments=asked | edits, edited=bool(edits),
                               grant=answer.get("grant") is True, answered_by=by)  # fmt: skip
 
-    call = ApproveToolCallArguments(tool_name=tool_name, input=asked)
-    return Ask("approveToolCall", call.model_dump(), decided)
+    call = ApproveToolCallArguments(tool_name=tool_name, input=asked, description=description,
+                                    allow=allow)  # fmt: skip
+    return Ask("approveToolCall", call.model_dump(exclude_none=True), decided)
 
 
 def _form(answer: Any) -> dict[str, Any]:

@@ -111,6 +111,8 @@ class ApproveToolCallArguments(Arguments):
 
     tool_name: Annotated[str, Field(min_length=1, max_length=200)]
     input: dict[str, Any]
+    description: Annotated[str | None, Field(min_length=1, max_length=2000)] = None
+    allow: Annotated[str | None, Field(min_length=1, max_length=200)] = None
 
 
 class ToolCallReview(Answer):

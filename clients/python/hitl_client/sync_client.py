@@ -193,11 +193,15 @@ class SyncHitlClient:
         *,
         timeout_seconds: float | None = None,
         idempotency_key: str | None = None,
+        description: str | None = None,
+        allow: str | None = None,
     ) -> ToolCallReview:
         """approveToolCall: another agent's call of `tool_name` with `arguments`, shown with
-        Approve, Edit and Decline. A decline is a review too (`approved` false, its reason);
-        an expiry or a withdrawal raises as for the other helpers."""
-        ask = calls.review_tool_call(tool_name, arguments)
+        Approve, Edit and Decline (and "approve and allow" for what `allow` names: then the
+        review's `grant` says whether the person chose it). `description` is what the person
+        reads of the call. A decline is a review too (`approved` false, its reason); an expiry
+        or a withdrawal raises as for the other helpers."""
+        ask = calls.review_tool_call(tool_name, arguments, description, allow)
         return self._answer(ask, to, timeout_seconds, idempotency_key)
 
     def _answer(

@@ -4,6 +4,7 @@ Approve / Edit / Decline, and each decision read back as a ToolCallReview."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -63,3 +64,28 @@ async def test_a_call_without_a_tool_name_is_refused_naming_the_field(
             await hitl.create("approveToolCall", {"input": {}}, TO)
     assert refused.value.status == 400
     assert refused.value.fields == {"tool_name": "Field required"}
+
+
+async def test_a_call_offered_with_allow_is_granted_and_shows_its_description(
+    start_env: StartEnv,
+) -> None:
+    env, api = await start(start_env)
+    async with HitlClient(env.server.url, api.token, transport=Checking(api.document)) as hitl:
+        shown: list[str] = []
+
+        async def grant(message: Any) -> None:
+            shown.append(json.dumps(message))
+            await env.click(message, "hitl_grant")
+
+        asking = asyncio.create_task(hitl.review_tool_call(
+            "deploy", CALL, TO, description="Roll out api to staging",
+            allow="deploys to staging",
+        ))  # fmt: skip
+        pending: list[str] = []
+        while not pending:
+            pending = [r.id async for page in hitl.list(status="pending") for r in page]
+            await asyncio.sleep(0.02)
+        await grant(await posted(env, pending[0]))
+        review = await asyncio.wait_for(asking, WAIT)
+    assert (review.approved, review.grant, review.arguments) == (True, True, CALL)
+    assert "Roll out api to staging" in shown[0] and "deploys to staging" in shown[0]

@@ -62,10 +62,12 @@ def can_use_tool(
         tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         keyed = None if key is None or not context.tool_use_id else f"{key}:{context.tool_use_id}"
+        rules = session_rules(tool_name, context)
         try:
             review = await hitl.review_tool_call(
-                tool_name, tool_input, to, timeout_seconds=timeout_seconds, idempotency_key=keyed
-            )
+                tool_name, tool_input, to, timeout_seconds=timeout_seconds, idempotency_key=keyed,
+                allow=allowed(rules),
+            )  # fmt: skip
         except RequestExpired:
             return PermissionResultDeny(message="Nobody answered in time.")
         except RequestNotAnswered as err:
@@ -93,6 +95,14 @@ def permission(
     head = f"Declined by {review.answered_by}" if review.answered_by else "Declined"
     message = f"{head}: {review.reason}" if review.reason else head
     return PermissionResultDeny(message=message, interrupt=stop_on_decline)
+
+
+def allowed(rules: list[PermissionUpdate]) -> str | None:
+    """What "approve and allow" offers the person, in Claude Code's rule syntax (None: there is
+    no rule a grant could add, and it is not offered)."""
+    values = [value for rule in rules for value in rule.rules or []]
+    shown = [f"{v.tool_name}({v.rule_content})" if v.rule_content else v.tool_name for v in values]
+    return ", ".join(shown)[:200] or None
 
 
 def session_rules(tool_name: str, context: ToolPermissionContext) -> list[PermissionUpdate]:

@@ -72,6 +72,7 @@ async def review_interruptions(
             to,
             timeout_seconds=timeout_seconds,
             idempotency_key=None if key is None else f"{key}:{item.call_id or n}",
+            allow=f"{item.name or 'this tool'} for the rest of this run",  # always_approve
         )
         for n, item in enumerate(items)
     )

@@ -32,8 +32,8 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from hitl_client import HitlClient, ToolCallReview
-from hitl_client.frameworks.openai_agents import apply_review, approve_interruptions
+from hitl_client import HitlClient
+from hitl_client.frameworks.openai_agents import approve_interruptions
 from tests.examples.bridge import TO, Answer, Asked, Decline, Edit, bridge
 
 WITHIN = 20.0  # seconds a run may take here: a bound on a hang, not a speed requirement
@@ -170,11 +170,12 @@ async def test_a_grant_approves_the_tool_for_the_rest_of_the_run() -> None:
     model = ScriptedModel([("deploy", {"service": "api", "replicas": 2})],
                           [("deploy", {"service": "web", "replicas": 2})])  # fmt: skip
     agent, ran = release_agent(model), list[str]()
-    paused = await Runner.run(agent, "Scale both.", context=ran, run_config=CONFIG)
-    state = paused.to_state()
-    [item] = paused.interruptions
-    granted = ToolCallReview(approved=True, arguments={"service": "api", "replicas": 2}, grant=True)
-    apply_review(state, item, granted)
-    done = await Runner.run(agent, state, run_config=CONFIG)
+    grant = Answer({"approved": True, "grant": True})  # the person clicks "Approve and allow"
+    async with bridge(lambda a: grant) as hitl, HitlClient(hitl.url, hitl.token) as client:
+        paused = await Runner.run(agent, "Scale both.", context=ran, run_config=CONFIG)
+        state = await asyncio.wait_for(approve_interruptions(paused, client, to=TO), WITHIN)
+        done = await Runner.run(agent, state, run_config=CONFIG)
     assert done.interruptions == []
     assert ran == ["deploy api x2", "deploy web x2"]
+    [asked] = hitl.asked  # the second call ran unasked
+    assert asked.arguments["grant"] == {"rule": "deploy for the rest of this run"}
