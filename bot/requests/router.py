@@ -224,6 +224,7 @@ class Router:
         if record is None:
             return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
         if record.status is not RequestStatus.PENDING:
+            await self._catch_up(record)
             return Refused(Refusal.SETTLED, wording.already_settled(record), record)
         verdict = await self.verdict(record, interaction.user_id, interaction.aliases)
         if not verdict.allowed:
@@ -393,6 +394,14 @@ class Router:
         latest = await settled_record(self.store, record.id) if self.store is not None else None
         latest = latest or record
         return Refused(Refusal.SETTLED, wording.already_settled(latest), latest)
+
+    async def _catch_up(self, record: RequestRecord) -> None:
+        """A click on a request settled by another worker: a wait for it in this worker's
+        memory takes up the outcome now. PostgreSQL's NOTIFY would tell it too; SQLite has
+        none, and a lost NOTIFY (a dropped listener) would leave the wait to its deadline."""
+        handler = self.handler_for(record.channel_id)
+        if handler is not None:
+            await handler.follow(record.id)
 
     async def _audit_refusal(self, record: RequestRecord, interaction: Interaction) -> None:
         if self.store is None:

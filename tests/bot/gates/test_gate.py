@@ -33,6 +33,7 @@ from tests.bot.gates.gated import (
     ROOM,
     STRANGER,
     TOKEN,
+    WAIT,
     Deployer,
     Rules,
     Worker,
@@ -262,6 +263,31 @@ async def test_two_workers_waiting_on_one_approval_run_it_once(
     assert len(tool.runs) == 1
     audit = await worker.store.list_audit()
     assert [e.action for e in audit].count("tool.ran") == 1
+
+
+async def test_a_click_settled_elsewhere_wakes_the_wait_on_this_worker(
+    database: Database,  # noqa: F811
+    worker: Worker,
+    tool: Deployer,
+) -> None:
+    """The other worker's copy of the approval was read before the holder settled it, and
+    SQLite tells no one: the click it refuses as answered brings it the outcome at once."""
+    other = await start_worker(database, "worker-b", tool)
+    try:
+        mine = worker.call(CALL, call_id="toolu_1")
+        asked = await worker.asked()
+        theirs = asyncio.create_task(other.handler.wait(asked.pending_id, timeout=WAIT * 2))
+        async with asyncio.timeout(WAIT):
+            while asked.pending_id not in other.handler.pending:  # noqa: ASYNC110  (no event)
+                await asyncio.sleep(0.01)
+        await other.handler.drain()  # its second read after loading found it still open
+        assert isinstance(await worker.answer(asked.pending_id, Verb.APPROVE), Settled)
+        refused = await other.answer(asked.pending_id, Verb.APPROVE)
+        assert isinstance(refused, Refused) and refused.reason is Refusal.SETTLED
+        assert json.loads(await within(theirs)) == {"approved": True}
+        await within(mine)
+    finally:
+        await other.close()
 
 
 async def asked_then_stopped(worker: Worker) -> RequestUpdate:
