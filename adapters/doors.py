@@ -4,7 +4,7 @@ handler, store and surfaces."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -56,6 +56,7 @@ def open_doors(
     bridge: Bridge,
     handler: HumanInputHandler,
     tools: Mapping[str, HumanTool],
+    webhooks_counted: Callable[[str], None] | None = None,
 ) -> DoorService:
     """The doors on `handler` (the agent's, so the router that answers its requests answers
     theirs), posting through the bridge's surfaces."""
@@ -76,7 +77,8 @@ def open_doors(
         return await check_url(url, allow_private)
 
     webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private,
-                        timeout=settings.webhook_timeout_seconds)  # fmt: skip
+                        timeout=settings.webhook_timeout_seconds,
+                        counted=webhooks_counted)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)

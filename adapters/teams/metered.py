@@ -32,7 +32,7 @@ class CountedCalls:
     def __init__(self, record: CallRecorder) -> None:
         self.record = record
 
-    async def send(self, context: MiddlewareContext, next: MiddlewareNext) -> httpx.Response:  # noqa: A002 (the SDK's name)
+    async def send(self, context: MiddlewareContext, next: MiddlewareNext) -> httpx.Response:
         method = method_of(context.method, context.url)
         try:
             response = await next()

@@ -23,8 +23,10 @@ PENDING = (
     .where(requests.c.status == RequestStatus.PENDING.value)
     .group_by(_SURFACE)
 )
-BACKLOG = select(func.count()).select_from(webhook_deliveries).where(
-    webhook_deliveries.c.done_at.is_(None)
+BACKLOG = (
+    select(func.count())
+    .select_from(webhook_deliveries)
+    .where(webhook_deliveries.c.done_at.is_(None))
 )
 
 
