@@ -47,7 +47,7 @@ from adapters.http_limits import (
 from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
-from adapters.slack.metered import CallRecorder, CountedCalls
+from adapters.slack.metered import CallRecorder, CountedSlackCalls
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
@@ -81,7 +81,7 @@ def slack_client(
 ) -> AsyncWebClient:
     """A Web API client that retries 429 (honouring Retry-After), 5xx and dropped connections;
     with `counted`, each attempt is told to it (the metrics, adapters/slack/metered.py)."""
-    counting = [CountedCalls(counted)] if counted is not None else []
+    counting = [CountedSlackCalls(counted)] if counted is not None else []
     return AsyncWebClient(
         token=token,
         base_url=api_url or SLACK_API_URL,

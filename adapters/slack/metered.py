@@ -38,7 +38,7 @@ def outcome_of(response: HttpResponse | None, error: Exception | None) -> str:
     return "ok" if isinstance(body, dict) and body.get("ok") else "error"
 
 
-class CountedCalls(AsyncRetryHandler):
+class CountedSlackCalls(AsyncRetryHandler):
     """Tells `record` of each attempt; never retries."""
 
     def __init__(self, record: CallRecorder) -> None:

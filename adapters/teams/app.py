@@ -38,7 +38,7 @@ from adapters.teams.connector import Connector
 from adapters.teams.conversations import COMMAND, TeamsConversations
 from adapters.teams.http_adapter import AiohttpAdapter, close_app, connector_client, new_app
 from adapters.teams.invokes import Invokes
-from adapters.teams.metered import CallRecorder, CountedCalls
+from adapters.teams.metered import CallRecorder, CountedConnectorCalls
 from adapters.teams.surface import People, TeamsSurface
 from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
@@ -96,7 +96,7 @@ class TeamsAdapter:
             client=ClientOptions(timeout=CONNECTOR_TIMEOUT),
         )
         if counted is not None:  # before any connector client is cloned from it
-            self.app.http_client.use(CountedCalls(counted))
+            self.app.http_client.use(CountedConnectorCalls(counted))
         if not config.authenticated and self.app.credentials is not None:
             raise ConfigurationError(SDK_CREDENTIALS_FOUND)
         # The SDK's token rules for the App's cloud (`cloud`, or the SDK's CLOUD variable).

@@ -25,7 +25,7 @@ def method_of(verb: str, url: str) -> str:
     return f"{verb.upper()} /{'/'.join(shown)}"
 
 
-class CountedCalls:
+class CountedConnectorCalls:
     """The middleware: tells `record` of each attempt's outcome (`ok`, `rate_limited`,
     `server_error`, `http_<status>`, `connection_error`)."""
 
