@@ -21,7 +21,8 @@ pytestmark = pytest.mark.subprocess  # each import is measured in a fresh proces
 
 ROOT = Path(__file__).resolve().parents[1]
 # The model SDK, MCP, the chat SDKs, the admin console's templates, the HTTP server and client.
-SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp")
+SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp",
+        "prometheus_client")  # fmt: skip
 STORE = ("sqlalchemy", "alembic")  # the store: only commands that open it
 REPORT = "import json, sys; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
 
@@ -74,7 +75,14 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
     imported = imported_after("import adapters.serve", tmp_path)
     assert "aiohttp" in imported
     # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second.
-    for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic"):
+    for sdk in (
+        "microsoft_teams",
+        "slack_bolt",
+        "anthropic",
+        "mcp",
+        "alembic",
+        "prometheus_client",
+    ):
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
 
 
