@@ -340,7 +340,7 @@ class Server:
         self.metrics_runner = web.AppRunner(metrics.web_app(), handle_signals=False)
         await self.metrics_runner.setup()
         host, port = listen
-        with listening_step(host, port):
+        with listening_step(host, port, "HITL_METRICS_ADDRESS", "HITL_METRICS_ADDRESS"):
             await web.TCPSite(self.metrics_runner, host, port).start()
 
     @property

@@ -198,3 +198,17 @@ async def test_the_median_scrape(start_env: StartEnv, database_seconds: float) -
     reads = env.server.service.metrics.deployment.reads
     assert reads == (1 if database_seconds > 1 else 50)
     print(f"median /metrics GET ({reads} database reads): {statistics.median(times) * 1e3:.2f} ms")
+
+
+async def test_a_metrics_port_in_use_stops_the_start_with_one_line(start_env: StartEnv) -> None:
+    from adapters.startup import StartupError
+
+    taken = await metered(start_env)
+    assert taken.server.metrics_url is not None
+    port = taken.server.metrics_url.rsplit(":", 1)[1].removesuffix("/metrics")
+    with pytest.raises(StartupError) as err:
+        await start_env(HITL_METRICS_ADDRESS=f"127.0.0.1:{port}")
+    assert str(err.value) == (
+        f"port {port} on 127.0.0.1 is already in use: stop what listens there "
+        "or set HITL_METRICS_ADDRESS to a free port"
+    )
