@@ -1,6 +1,6 @@
 """The doors of `serve` (docs/api-and-mcp.md), composed: the HTTP API under /api/v1 and its
-webhooks, the MCP server at /mcp and A2A at /a2a, over one `Doors` (bot/doors/service.py) on the bridge's
-handler, store and surfaces."""
+webhooks, the MCP server at /mcp and A2A at /a2a, over one `Doors` (bot/doors/service.py) on
+the bridge's handler, store and surfaces."""
 
 from __future__ import annotations
 

@@ -89,11 +89,17 @@ def agent_card(base_url: str) -> AgentCard:
         version=bridge_version(),
         provider=AgentProvider(organization="hitl-bridge", url=base_url),
         supported_interfaces=[
-            AgentInterface(url=base_url + JSONRPC_PATH, protocol_binding=TransportProtocol.JSONRPC,
-                           protocol_version=PROTOCOL_VERSION_CURRENT),
-            AgentInterface(url=base_url + REST_PATH, protocol_binding=TransportProtocol.HTTP_JSON,
-                           protocol_version=PROTOCOL_VERSION_CURRENT),
-        ],  # fmt: skip
+            AgentInterface(
+                url=base_url + JSONRPC_PATH,
+                protocol_binding=TransportProtocol.JSONRPC,
+                protocol_version=PROTOCOL_VERSION_CURRENT,
+            ),
+            AgentInterface(
+                url=base_url + REST_PATH,
+                protocol_binding=TransportProtocol.HTTP_JSON,
+                protocol_version=PROTOCOL_VERSION_CURRENT,
+            ),
+        ],
         capabilities=AgentCapabilities(
             streaming=True, push_notifications=False, extended_agent_card=False
         ),
@@ -102,11 +108,17 @@ def agent_card(base_url: str) -> AgentCard:
         default_input_modes=[JSON, TEXT],
         default_output_modes=[JSON, TEXT],
         skills=[
-            AgentSkill(id=skill.id, name=skill.name, description=skill.description,
-                       tags=["human-in-the-loop", skill.tool], examples=[skill.example],
-                       input_modes=[JSON, TEXT], output_modes=[JSON])
+            AgentSkill(
+                id=skill.id,
+                name=skill.name,
+                description=skill.description,
+                tags=["human-in-the-loop", skill.tool],
+                examples=[skill.example],
+                input_modes=[JSON, TEXT],
+                output_modes=[JSON],
+            )
             for skill in SKILLS.values()
-        ],  # fmt: skip
+        ],
     )
 
 

@@ -59,9 +59,11 @@ class A2aDoor:
         self.tokens = tokens
         self.public_url = public_url.rstrip("/") if public_url else None
         handler, context = PersonHandler(doors), _Context()
-        routes = [*create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
-                  *create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH)]
-        self.app: AsgiApp = _no_500(Starlette(routes=routes))  # fmt: skip
+        routes = [
+            *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
+            *create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),
+        ]
+        self.app: AsgiApp = _no_500(Starlette(routes=routes))
         self._refusals = Throttled(log, LOG_EVERY)
 
     async def card(self, request: web.Request) -> web.Response:

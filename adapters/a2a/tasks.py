@@ -10,7 +10,7 @@ store. What the caller chose for the task's context is kept in the request's ide
 | answered | `TASK_STATE_COMPLETED`, the answer a data artifact ("answer") |
 | declined | `TASK_STATE_REJECTED`, the person's reason in the status message |
 | cancelled | `TASK_STATE_CANCELED`, the status message says it was withdrawn |
-| expired, undeliverable | `TASK_STATE_FAILED`, saying why (an expiry's default answer, if a policy gives one, is the artifact) |
+| expired, undeliverable | `TASK_STATE_FAILED`, saying why (a default answer: the artifact) |
 """
 
 from __future__ import annotations
@@ -176,7 +176,9 @@ def artifact_of(body: RequestBody) -> Artifact | None:
     if "answer" not in body or body["status"] not in ("answered", "expired"):
         return None
     answer = body["answer"]
-    return Artifact(artifact_id=ARTIFACT, name=ARTIFACT, parts=[new_data_part(answer, "application/json")])
+    return Artifact(
+        artifact_id=ARTIFACT, name=ARTIFACT, parts=[new_data_part(answer, "application/json")]
+    )
 
 
 def final_events(body: RequestBody) -> list[Event]:
