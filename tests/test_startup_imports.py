@@ -73,8 +73,8 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
 ) -> None:
     imported = imported_after("import adapters.serve", tmp_path)
     assert "aiohttp" in imported
-    # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second.
-    for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic"):
+    # The MCP and A2A SDKs and Alembic too: serve loads the SDKs once it is ready, never Alembic.
+    for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "a2a", "alembic"):
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
 
 
