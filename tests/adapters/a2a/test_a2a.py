@@ -22,6 +22,8 @@ from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNot
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from bot.doors.tokens import Tokens
+from bot.store.doors import DoorTables
 from tests.adapters.a2a.conftest import TO, Caller, asking, calling, questioning
 from tests.adapters.api.test_api import posted
 from tests.adapters.slack.conftest import CHANNEL, WAIT, StartEnv, has_actions
@@ -257,3 +259,47 @@ async def test_bad_input_is_one_a2a_error_never_a_500(start_env: StartEnv) -> No
             assert words in str(refused.value), str(refused.value)
         too_big = await caller.http.post(url, content=b"x" * 300_000, headers=headers)
         assert too_big.status_code == 413
+
+
+async def test_a_request_slack_refuses_fails_as_undeliverable(start_env: StartEnv) -> None:
+    async with calling(start_env) as caller:
+        caller.env.slack.fail("chat.postMessage", "channel_not_found", times=20)
+        task = await asyncio.wait_for(sent(caller, "JSONRPC", asking()), WAIT)
+        assert task.status.state == TaskState.TASK_STATE_FAILED
+        assert "Could not be delivered" in said(task)
+
+
+async def test_a_message_sent_twice_is_one_task_in_its_context(start_env: StartEnv) -> None:
+    async with calling(start_env) as caller:
+        message = asking()
+        message.context_id = "release-42"
+        first = await sent(caller, "JSONRPC", message, polling=True)
+        again = await sent(caller, "HTTP+JSON", message, polling=True)
+        assert again.id == first.id and again.context_id == first.context_id == "release-42"
+        doors = caller.env.server.service.doors
+        assert doors is not None and len(await doors.doors.list("a2a-agent")) == 1
+
+
+async def test_a_task_of_another_token_is_not_found(start_env: StartEnv) -> None:
+    async with calling(start_env) as caller:
+        working = await sent(caller, "JSONRPC", asking(), polling=True)
+        other, _ = await Tokens(DoorTables(caller.env.store)).create("someone-else")
+        stranger = Caller(caller.env, other, caller.card, caller.http)
+        async with stranger.client() as client:
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task(GetTaskRequest(id=working.id), context=stranger.context)
+            with pytest.raises(TaskNotFoundError):
+                await client.cancel_task(CancelTaskRequest(id=working.id), context=stranger.context)
+        assert (await api_view(caller, working.id))["status"] == "pending"
+
+
+async def test_a_call_without_the_a2a_version_header_is_refused_as_unsupported(
+    start_env: StartEnv,
+) -> None:
+    async with calling(start_env) as caller:
+        headers = {"Authorization": f"Bearer {caller.token}"}
+        call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+        response = await caller.http.post(caller.env.server.url + "/a2a", json=call,
+                                          headers=headers)  # fmt: skip
+        assert response.status_code == 200
+        assert response.json()["error"]["code"] == -32009  # VersionNotSupportedError
