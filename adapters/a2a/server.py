@@ -4,13 +4,15 @@ AgentCard at /.well-known/agent-card.json (public, as discovery needs).
 
 Each call is authenticated first, from its headers alone (a bearer token of
 bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), its
-body then read up to `MAX_BODY` (413 beyond) and handed to the SDK with the token's name, which
+body then read up to `MAX_BODY` (413 beyond), refused if it nests deeper than `MAX_DEPTH`,
+and handed to the SDK with the token's name, which
 every method acts as (adapters/a2a/handler.py). The SDK checks the `A2A-Version` header (1.x),
 parses the body and answers a malformed one with one A2A error.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -29,7 +31,14 @@ from starlette.requests import Request
 
 from adapters.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
 from adapters.a2a.handler import GONE, REQUESTER, PersonHandler
-from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, one_line, read_body
+from adapters.http_limits import (
+    LOG_EVERY,
+    BodyTooLarge,
+    Throttled,
+    one_line,
+    read_body,
+    too_deep,
+)
 from adapters.mcp.asgi import AsgiApp, AsgiScope, Message, Receive, Send, serve_asgi
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens, bearer
@@ -38,6 +47,7 @@ from bot.records import StoreUnavailableError
 log = logging.getLogger(__name__)
 
 MAX_BODY = 256 * 1024  # bytes, as the HTTP API's: a request's arguments are a form's worth
+MAX_DEPTH = 32  # nesting of the JSON body: a message's form fields sit about ten deep
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 
 
@@ -89,6 +99,12 @@ class A2aDoor:
             body = await read_body(request, MAX_BODY)
         except BodyTooLarge:
             return _error(413, "INVALID_ARGUMENT", f"the body is over {MAX_BODY} bytes")
+        if _too_deep(body):  # the SDK's JSON reading would overflow, with a traceback
+            why = f"the body nests deeper than {MAX_DEPTH}"
+            if request.path == JSONRPC_PATH:
+                rpc = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": why}}
+                return web.json_response(rpc)
+            return _error(400, "INVALID_ARGUMENT", why)
         extra = {REQUESTER: token.name, GONE: lambda: _gone(request)}
         return await serve_asgi(self.app, request, extra, body)
 
@@ -107,6 +123,16 @@ def _no_500(app: AsgiApp) -> AsgiApp:
         await app(scope, receive, sending)
 
     return served
+
+
+def _too_deep(body: bytes) -> bool:
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:  # not JSON: the SDK says so in its binding's words
+        return False
+    return too_deep(value, MAX_DEPTH)
 
 
 def _gone(request: web.Request) -> bool:

@@ -155,6 +155,7 @@ async def test_cancel_task_withdraws_the_request(start_env: StartEnv, binding: s
         assert await caller.env.slack.wait_for(edited, WAIT)
 
 
+@pytest.mark.slow  # the shortest deadline, a second, waited out
 async def test_an_expired_request_fails(start_env: StartEnv) -> None:
     async with calling(start_env) as caller:
         task = await asyncio.wait_for(sent(caller, "JSONRPC", asking(timeout_seconds=1)), WAIT)
@@ -257,6 +258,11 @@ async def test_bad_input_is_one_a2a_error_never_a_500(start_env: StartEnv) -> No
             with pytest.raises(InvalidParamsError) as refused:
                 await sent(caller, "JSONRPC", message)
             assert words in str(refused.value), str(refused.value)
+        deep = b'{"message": {"parts": [{"data": ' + b"[" * 50_000 + b"]" * 50_000 + b"}]}}"
+        nested = await caller.http.post(url, content=deep, headers=headers)
+        assert nested.status_code == 200 and nested.json()["error"]["code"] == -32600
+        nested = await caller.http.post(url + "/rest/message:send", content=deep, headers=headers)
+        assert nested.status_code == 400 and "nests deeper" in nested.json()["error"]["message"]
         too_big = await caller.http.post(url, content=b"x" * 300_000, headers=headers)
         assert too_big.status_code == 413
 
