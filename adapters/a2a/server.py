@@ -4,10 +4,10 @@ AgentCard at /.well-known/agent-card.json (public, as discovery needs).
 
 Each call is authenticated first, from its headers alone (a bearer token of
 bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), its
-body then read up to `MAX_BODY` (413 beyond), refused if it nests deeper than `MAX_DEPTH`,
-and handed to the SDK with the token's name, which
-every method acts as (adapters/a2a/handler.py). The SDK checks the `A2A-Version` header (1.x),
-parses the body and answers a malformed one with one A2A error.
+body then read up to `MAX_BODY` (413 beyond), refused if it nests deeper than `MAX_DEPTH`, and
+handed to the SDK with the token's name, which every method acts as (adapters/a2a/handler.py).
+The SDK checks the `A2A-Version` header (1.x), parses the body and answers a malformed one with
+one A2A error; what it logs of a client's error stays one line (`_OneLine`), no traceback.
 """
 
 from __future__ import annotations
@@ -49,6 +49,19 @@ log = logging.getLogger(__name__)
 MAX_BODY = 256 * 1024  # bytes, as the HTTP API's: a request's arguments are a form's worth
 MAX_DEPTH = 32  # nesting of the JSON body: a message's form fields sit about ten deep
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+
+
+class _OneLine(logging.Filter):
+    """The SDK logs a body it cannot parse with its traceback: the line is kept, not that."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+for _name in ("jsonrpc_dispatcher", "rest_dispatcher"):
+    logging.getLogger(f"a2a.server.routes.{_name}").addFilter(_OneLine())
+logging.getLogger("a2a.utils.error_handlers").addFilter(_OneLine())
 
 
 class _Context(DefaultServerCallContextBuilder):

@@ -240,7 +240,9 @@ async def test_a_call_without_a_valid_token_is_a_401_before_its_body_is_read(
         assert response.json()["error"]["status"] == "UNAUTHENTICATED"
 
 
-async def test_bad_input_is_one_a2a_error_never_a_500(start_env: StartEnv) -> None:
+async def test_bad_input_is_one_a2a_error_never_a_500(
+    start_env: StartEnv, caplog: pytest.LogCaptureFixture
+) -> None:
     async with calling(start_env) as caller:
         headers = {"Authorization": f"Bearer {caller.token}", "A2A-Version": "1.0"}
         url = caller.env.server.url + "/a2a"
@@ -263,6 +265,10 @@ async def test_bad_input_is_one_a2a_error_never_a_500(start_env: StartEnv) -> No
         assert nested.status_code == 200 and nested.json()["error"]["code"] == -32600
         nested = await caller.http.post(url + "/rest/message:send", content=deep, headers=headers)
         assert nested.status_code == 400 and "nests deeper" in nested.json()["error"]["message"]
+        typed = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": 5}}
+        wrong = await caller.http.post(url, json=typed, headers=headers)
+        assert wrong.status_code == 200 and wrong.json()["error"]["code"] == -32602
+        assert not [r for r in caplog.records if r.exc_info], "a client's error logged a traceback"
         too_big = await caller.http.post(url, content=b"x" * 300_000, headers=headers)
         assert too_big.status_code == 413
 
