@@ -4,9 +4,10 @@ the bridge's handler, store and surfaces."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp import web
 
 from adapters.a2a.loading import LoadingA2aDoor
@@ -60,6 +61,7 @@ def open_doors(
     bridge: Bridge,
     handler: HumanInputHandler,
     tools: Mapping[str, HumanTool],
+    trace_configs: Sequence[aiohttp.TraceConfig] = (),
 ) -> DoorService:
     """The doors on `handler` (the agent's, so the router that answers its requests answers
     theirs), posting through the bridge's surfaces."""
@@ -80,7 +82,8 @@ def open_doors(
         return await check_url(url, allow_private)
 
     webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private,
-                        timeout=settings.webhook_timeout_seconds)  # fmt: skip
+                        timeout=settings.webhook_timeout_seconds,
+                        trace_configs=trace_configs)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)

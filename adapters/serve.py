@@ -27,6 +27,7 @@ from adapters.server import SLACK_PATH, TEAMS_PATH, build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import TeamsConfig, teams_config
+from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.bridge.people import PeopleDirectory, PeopleNames
@@ -35,6 +36,7 @@ from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input import RequestRules
 from bot.human_input.log_lines import log_transition
+from bot.human_input.worker import worker_name
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.policies.deciders import Deciders
 from bot.policies.delivery import Delivery
@@ -144,6 +146,7 @@ class Service:
         None  # the policy's escalation steps (bot/durable/escalations.py)
     )
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
+    tracing: Tracing | None = None  # spans to OTLP (adapters/tracing.py), when configured
 
 
 def request_rules(deciders: Deciders) -> RequestRules:
@@ -156,7 +159,13 @@ def request_rules(deciders: Deciders) -> RequestRules:
     )
 
 
-async def build_service(settings: Settings) -> Service:
+TracingFor = Callable[[str], Tracing | None]
+"""The tracing of a worker (by its name): from the environment, or a test's exporter."""
+
+
+async def build_service(
+    settings: Settings, tracing_for: TracingFor = tracing_from_environment
+) -> Service:
     slack_secrets, teams = _surfaces(settings)
     settings, config = read_agent_file(settings)
     check_model_settings(settings)
@@ -176,11 +185,17 @@ async def build_service(settings: Settings) -> Service:
         await store.close()
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
+    tracing = tracing_for(bridge.runs.worker_id if bridge.runs is not None else worker_name())
     human = agent.human
     human.handler.add_observer(log_transition)  # a line per request asked and settled
     grants = Grants(store)
     gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
-    channel = agent.channel("slack", make_provider(settings), gate=gate)
+    provider = make_provider(settings)
+    if tracing is not None:
+        human.handler.add_observer(tracing.observe)
+        provider, gate = tracing.model(provider), tracing.gate(gate)
+    channel = agent.channel("slack", provider, gate=gate)
+    trace_configs = [tracing.client_trace()] if tracing is not None else []
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
     # The doors ask with the built-in tools whatever the agent file offers the model.
@@ -208,10 +223,11 @@ async def build_service(settings: Settings) -> Service:
             router=router,
             grants=grants,
             copies=copies,
+            trace_configs=trace_configs,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
-                      escalations=escalations)  # fmt: skip
-    service.doors = open_doors(settings, store, bridge, human.handler, tools)
+                      escalations=escalations, tracing=tracing)  # fmt: skip
+    service.doors = open_doors(settings, store, bridge, human.handler, tools, trace_configs)
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
@@ -247,8 +263,10 @@ class Server:
         self.stopping.set()
 
     @classmethod
-    async def start(cls, settings: Settings) -> Server:
-        service = await build_service(settings)
+    async def start(
+        cls, settings: Settings, *, tracing_for: TracingFor = tracing_from_environment
+    ) -> Server:
+        service = await build_service(settings, tracing_for)
 
         async def health() -> bool:
             return service.ready
@@ -266,6 +284,7 @@ class Server:
             teams=teams.handle if teams is not None else None,
             ready=readiness.handle,
             mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
+            middlewares=[service.tracing.middleware()] if service.tracing is not None else [],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
@@ -411,8 +430,12 @@ async def _close(service: Service) -> None:
     if service.agent is not None:
         await service.agent.close()
     provider = service.channel.provider
+    if isinstance(provider, TracedProvider):
+        provider = provider.inner
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()
     if service.sealer is not None:  # after the bridge: its last settles are sealed too
         await service.sealer.stop()
     await service.store.close()
+    if service.tracing is not None:  # last: the spans of the shutdown go too
+        await service.tracing.close()
