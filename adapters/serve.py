@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from adapters.a2a.loading import PATH as A2A_PATH
 from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
@@ -326,7 +327,9 @@ class Server:
             surfaces.append(f"Slack ({how})")
         if service.teams is not None:
             surfaces.append(f"Teams ({TEAMS_PATH})")
-        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}"] if service.doors is not None else []
+        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}", f"A2A {A2A_PATH}"]
+        if service.doors is None:
+            doors = []
         if service.admin is not None:
             doors.append(f"admin console {ADMIN_PATH}")
         runs = service.bridge.runs
@@ -381,11 +384,13 @@ async def serve(settings: Settings) -> int:
 
 
 async def _freeze_once_loaded(service: Service) -> None:
-    """Keep what the MCP door loads after the start (adapters/mcp/loading.py) out of the
+    """Keep what the MCP and A2A doors load after the start (adapters/mcp/loading.py) out of the
     cyclic GC too, once it is in."""
     if service.doors is not None:
         with contextlib.suppress(Exception):
             await service.doors.mcp.loaded()
+        with contextlib.suppress(Exception):
+            await service.doors.a2a.loaded()
     gc.collect()
     gc.freeze()
 

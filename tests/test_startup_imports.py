@@ -74,7 +74,8 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
     imported = imported_after("import adapters.serve", tmp_path)
     assert "aiohttp" in imported
     # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second;
-    # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent.
+    # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent
+    # or once serve is ready (the door's SDK, as MCP's).
     for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic", "opentelemetry",
                 "a2a"):  # fmt: skip
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
