@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from adapters.a2a.loading import PATH as A2A_PATH
 from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
@@ -26,6 +27,7 @@ from adapters.server import SLACK_PATH, TEAMS_PATH, Handler, build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import TeamsConfig, teams_config
+from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.bridge.people import PeopleDirectory, PeopleNames
@@ -34,6 +36,7 @@ from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input import RequestRules
 from bot.human_input.log_lines import log_transition
+from bot.human_input.worker import worker_name
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.policies.deciders import Deciders
 from bot.policies.delivery import Delivery
@@ -145,6 +148,7 @@ class Service:
     )
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
     metrics: Metrics | None = None  # /metrics on HITL_METRICS_ADDRESS (adapters/metrics.py)
+    tracing: Tracing | None = None  # spans to OTLP (adapters/tracing.py), when configured
 
 
 def request_rules(deciders: Deciders) -> RequestRules:
@@ -157,7 +161,13 @@ def request_rules(deciders: Deciders) -> RequestRules:
     )
 
 
-async def build_service(settings: Settings) -> Service:
+TracingFor = Callable[[str], Tracing | None]
+"""The tracing of a worker (by its name): from the environment, or a test's exporter."""
+
+
+async def build_service(
+    settings: Settings, tracing_for: TracingFor = tracing_from_environment
+) -> Service:
     slack_secrets, teams = _surfaces(settings)
     settings, config = read_agent_file(settings)
     check_model_settings(settings)
@@ -177,6 +187,7 @@ async def build_service(settings: Settings) -> Service:
         await store.close()
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
+    tracing = tracing_for(bridge.runs.worker_id if bridge.runs is not None else worker_name())
     human = agent.human
     human.handler.add_observer(log_transition)  # a line per request asked and settled
     metrics = open_metrics(settings, store)
@@ -193,7 +204,11 @@ async def build_service(settings: Settings) -> Service:
         provider = MeteredModel(provider, metrics, settings.model)
     grants = Grants(store)
     gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
+    if tracing is not None:
+        human.handler.add_observer(tracing.observe)
+        provider, gate = tracing.model(provider), tracing.gate(gate)
     channel = agent.channel("slack", provider, gate=gate)
+    trace_configs = [tracing.client_trace()] if tracing is not None else []
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
     # The doors ask with the built-in tools whatever the agent file offers the model.
@@ -223,14 +238,14 @@ async def build_service(settings: Settings) -> Service:
             router=router,
             grants=grants,
             copies=copies,
+            trace_configs=trace_configs,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
-                      escalations=escalations, metrics=metrics)  # fmt: skip
-    service.doors = open_doors(settings, store, bridge, human.handler, tools,
+                      escalations=escalations, metrics=metrics, tracing=tracing)  # fmt: skip
+    service.doors = open_doors(settings, store, bridge, human.handler, tools, trace_configs,
                                webhooks_counted=metrics.webhook if metrics else None)  # fmt: skip
     if metrics is not None:
-        polls = service.doors.doors.polls
-        metrics.worker.long_polls = polls.held
+        metrics.worker.long_polls = service.doors.doors.polls.held
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
@@ -279,8 +294,10 @@ class Server:
         self.stopping.set()
 
     @classmethod
-    async def start(cls, settings: Settings) -> Server:
-        service = await build_service(settings)
+    async def start(
+        cls, settings: Settings, *, tracing_for: TracingFor = tracing_from_environment
+    ) -> Server:
+        service = await build_service(settings, tracing_for)
 
         async def health() -> bool:
             return service.ready
@@ -304,6 +321,7 @@ class Server:
             teams=teams_route,
             ready=readiness.handle,
             mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
+            middlewares=[service.tracing.middleware()] if service.tracing is not None else [],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
@@ -367,7 +385,9 @@ class Server:
             surfaces.append(f"Slack ({how})")
         if service.teams is not None:
             surfaces.append(f"Teams ({TEAMS_PATH})")
-        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}"] if service.doors is not None else []
+        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}", f"A2A {A2A_PATH}"]
+        if service.doors is None:
+            doors = []
         if service.admin is not None:
             doors.append(f"admin console {ADMIN_PATH}")
         runs = service.bridge.runs
@@ -426,11 +446,13 @@ async def serve(settings: Settings) -> int:
 
 
 async def _freeze_once_loaded(service: Service) -> None:
-    """Keep what the MCP door loads after the start (adapters/mcp/loading.py) out of the
+    """Keep what the MCP and A2A doors load after the start (adapters/mcp/loading.py) out of the
     cyclic GC too, once it is in."""
     if service.doors is not None:
         with contextlib.suppress(Exception):
             await service.doors.mcp.loaded()
+        with contextlib.suppress(Exception):
+            await service.doors.a2a.loaded()
     gc.collect()
     gc.freeze()
 
@@ -470,6 +492,8 @@ async def _close(service: Service) -> None:
     if service.agent is not None:
         await service.agent.close()
     provider = service.channel.provider
+    if isinstance(provider, TracedProvider):
+        provider = provider.inner
     if service.metrics is not None:
         from adapters.metrics import MeteredModel
 
@@ -480,3 +504,5 @@ async def _close(service: Service) -> None:
     if service.sealer is not None:  # after the bridge: its last settles are sealed too
         await service.sealer.stop()
     await service.store.close()
+    if service.tracing is not None:  # last: the spans of the shutdown go too
+        await service.tracing.close()

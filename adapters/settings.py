@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     long_polls_per_token: int = Field(100, alias="HITL_LONG_POLLS_PER_TOKEN", ge=1)
     long_polls_per_worker: int = Field(1000, alias="HITL_LONG_POLLS_PER_WORKER", ge=1)
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
+    # Where callers reach this service (behind a proxy): the A2A card's interfaces are under it.
+    public_url: str | None = Field(None, alias="HITL_PUBLIC_URL")
     # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
     policy_file: Path | None = Field(None, alias="HITL_POLICY_FILE")
     # The admin console (adapters/admin): a token that signs in besides admin tokens of

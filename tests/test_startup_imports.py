@@ -29,7 +29,7 @@ REPORT = "import json, sys; print(json.dumps(sorted({m.split('.')[0] for m in sy
 
 def imported_after(code: str, tmp_path: Path) -> set[str]:
     """The top-level packages a fresh interpreter holds after running `code`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HITL_", "SLACK_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HITL_", "SLACK_", "OTEL_"))}
     env["PYTHONPATH"] = str(ROOT)
     env["HITL_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'bridge.db'}"
     done = subprocess.run(
@@ -74,15 +74,11 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
 ) -> None:
     imported = imported_after("import adapters.serve", tmp_path)
     assert "aiohttp" in imported
-    # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second.
-    for sdk in (
-        "microsoft_teams",
-        "slack_bolt",
-        "anthropic",
-        "mcp",
-        "alembic",
-        "prometheus_client",
-    ):
+    # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second;
+    # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent
+    # or once serve is ready (the door's SDK, as MCP's); prometheus_client with a metrics address.
+    for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic", "opentelemetry",
+                "a2a", "prometheus_client"):  # fmt: skip
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
 
 

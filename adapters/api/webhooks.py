@@ -38,7 +38,7 @@ import random
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -117,6 +117,7 @@ class Webhooks:
         timeout: float = 10.0,
         limits: Limits = DEFAULT_LIMITS,
         queue_cap: int = QUEUE_CAP,
+        trace_configs: Sequence[aiohttp.TraceConfig] = (),
         counted: Callable[[str], None] | None = None,
     ) -> None:
         """`counted` is told the outcome of each attempt this worker finished (`delivered`,
@@ -136,6 +137,7 @@ class Webhooks:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._trace_configs = list(trace_configs)  # adapters/tracing.py: traceparent sent
         self._attempts: set[asyncio.Task[None]] = set()
         # A database that is down fails every round alike: one line, not a traceback each.
         self._failures = RepeatedFailures(log)
@@ -167,7 +169,9 @@ class Webhooks:
             return
         connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.allow_private))
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        self._session = aiohttp.ClientSession(
+            connector=connector, timeout=timeout, trace_configs=self._trace_configs
+        )
         self._task = asyncio.create_task(self._run(), name="hitl-webhooks")
 
     async def close(self) -> None:

@@ -108,10 +108,12 @@ class SlackAdapter:
         router: Router,
         grants: Grants | None = None,
         copies: CopyRefs | None = None,
+        trace_configs: Sequence[aiohttp.TraceConfig] = (),
     ) -> None:
         """`router` answers every click, submission and thread reply (one for all surfaces);
         `grants` are listed and revoked with /hitl; `copies` keeps where a request's copies
-        (a policy's `deliver`) were posted."""
+        (a policy's `deliver`) were posted; `trace_configs` trace the Web API calls
+        (adapters/tracing.py)."""
         self.client = client
         self.store = store
         self.router = router
@@ -121,6 +123,7 @@ class SlackAdapter:
         )
         self.bot_user_id = ""
         self._own_session = False
+        self._trace_configs = list(trace_configs)
         self._work: set[asyncio.Task[None]] = set()
         # process_before_response: Bolt answers Slack when the listener returns (instead of
         # polling for the ack), so our listeners ack and hand everything slow to `_later`.
@@ -219,7 +222,7 @@ class SlackAdapter:
         are ignored, its mention stripped. Then apply the clicks that were acked and left
         unhandled (a worker died in between), and keep watching for such (bot/durable/inbox.py)."""
         if self.client.session is None:
-            self.client.session = aiohttp.ClientSession()
+            self.client.session = aiohttp.ClientSession(trace_configs=self._trace_configs)
             self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])

@@ -43,7 +43,8 @@ async def test_serve_logs_its_start_and_each_request_at_info(sqlite: Cluster) ->
     (start,) = [line for line in lines if "serving on" in line]
     assert re.search(
         r" INFO adapters\.serve: hitl-bridge serving on http://127\.0\.0\.1:\d+ "
-        r"\(Slack \(HTTP /slack/events\); doors: API /api/v1, MCP /mcp, admin console /admin; "
+        r"\(Slack \(HTTP /slack/events\); doors: API /api/v1, MCP /mcp, A2A /a2a, "
+        r"admin console /admin; "
         rf"database {re.escape(c.db_url)}; worker \S+:{worker.pid}:\S+\)$",
         start,
     ), start
