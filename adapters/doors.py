@@ -4,7 +4,7 @@ the bridge's handler, store and surfaces."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiohttp
@@ -62,6 +62,7 @@ def open_doors(
     handler: HumanInputHandler,
     tools: Mapping[str, HumanTool],
     trace_configs: Sequence[aiohttp.TraceConfig] = (),
+    webhooks_counted: Callable[[str], None] | None = None,
 ) -> DoorService:
     """The doors on `handler` (the agent's, so the router that answers its requests answers
     theirs), posting through the bridge's surfaces."""
@@ -83,7 +84,8 @@ def open_doors(
 
     webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private,
                         timeout=settings.webhook_timeout_seconds,
-                        trace_configs=trace_configs)  # fmt: skip
+                        trace_configs=trace_configs,
+                        counted=webhooks_counted)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)

@@ -23,7 +23,7 @@ from adapters.http_limits import AppRunner
 from adapters.mcp.loading import PATH as MCP_PATH
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
-from adapters.server import SLACK_PATH, TEAMS_PATH, build_web_app
+from adapters.server import SLACK_PATH, TEAMS_PATH, Handler, build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import TeamsConfig, teams_config
@@ -49,6 +49,7 @@ from bot.store.votes import VoteTables
 
 # Each surface's SDK (seconds to import) is imported when the settings say it is served.
 if TYPE_CHECKING:
+    from adapters.metrics import Metrics
     from adapters.slack.app import SlackAdapter
     from adapters.slack.socket_mode import SocketMode
     from adapters.teams.app import TeamsAdapter
@@ -146,6 +147,7 @@ class Service:
         None  # the policy's escalation steps (bot/durable/escalations.py)
     )
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
+    metrics: Metrics | None = None  # /metrics on HITL_METRICS_ADDRESS (adapters/metrics.py)
     tracing: Tracing | None = None  # spans to OTLP (adapters/tracing.py), when configured
 
 
@@ -188,9 +190,20 @@ async def build_service(
     tracing = tracing_for(bridge.runs.worker_id if bridge.runs is not None else worker_name())
     human = agent.human
     human.handler.add_observer(log_transition)  # a line per request asked and settled
+    metrics = open_metrics(settings, store)
+    provider = make_provider(settings)
+    if metrics is not None:
+        from adapters.metrics import MeteredModel
+
+        human.handler.add_observer(metrics.observe)
+        store.watch_outages(metrics.store_outage)
+        runs = bridge.runs
+        if runs is not None:
+            metrics.worker.leases = lambda: runs.held
+            metrics.worker.adopted = lambda: runs.adopted
+        provider = MeteredModel(provider, metrics, settings.model)
     grants = Grants(store)
     gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
-    provider = make_provider(settings)
     if tracing is not None:
         human.handler.add_observer(tracing.observe)
         provider, gate = tracing.model(provider), tracing.gate(gate)
@@ -217,7 +230,9 @@ async def build_service(
         slack = SlackAdapter(
             bridge=bridge,
             channel=channel,
-            client=slack_client(token, settings.slack_api_url),
+            client=slack_client(
+                token, settings.slack_api_url, metrics.slack_call if metrics else None
+            ),
             signing_secret=secret,
             store=store,
             router=router,
@@ -226,14 +241,18 @@ async def build_service(
             trace_configs=trace_configs,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
-                      escalations=escalations, tracing=tracing)  # fmt: skip
-    service.doors = open_doors(settings, store, bridge, human.handler, tools, trace_configs)
+                      escalations=escalations, metrics=metrics, tracing=tracing)  # fmt: skip
+    service.doors = open_doors(settings, store, bridge, human.handler, tools, trace_configs,
+                               webhooks_counted=metrics.webhook if metrics else None)  # fmt: skip
+    if metrics is not None:
+        metrics.worker.long_polls = service.doors.doors.polls.held
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
             config=teams, router=router, grants=grants, copies=copies,
+            counted=metrics.teams_call if metrics else None,
         )  # fmt: skip
     read_groups(deciders, slack.client if slack is not None else None, service.teams)
     service.admin = open_console(
@@ -242,6 +261,17 @@ async def build_service(
     # Copies of requests where their rule's `deliver` says (approvals channel, DMs, Teams).
     bridge.mirror(Delivery(deciders, bridge.find, bridge.undeliverable_copy).rooms)
     return service
+
+
+def open_metrics(settings: Settings, store: SqlStore) -> Metrics | None:
+    """This worker's metrics when HITL_METRICS_ADDRESS is set (prometheus_client is imported
+    only then); None otherwise."""
+    if settings.metrics_listen is None:
+        return None
+    from adapters.metrics import Metrics
+    from bot.store.gauges import DeploymentGauges
+
+    return Metrics(DeploymentGauges(store), settings.metrics_database_seconds)
 
 
 class Server:
@@ -255,6 +285,7 @@ class Server:
         self.socket_mode: SocketMode | None = None
         self.stopping = asyncio.Event()  # set by a signal, or a failure it cannot go on after
         self.failure: StartupError | None = None  # that failure: serve exits with its line
+        self.metrics_runner: web.AppRunner | None = None  # /metrics, on its own port
 
     def fail(self, failure: StartupError) -> None:
         """Stop serving for a failure no retry mends (Slack refused SLACK_APP_TOKEN)."""
@@ -278,10 +309,16 @@ class Server:
             started=lambda: service.ready,
             worker=runs.worker_id if runs is not None else None,
         )
+        metrics = service.metrics
+        slack_route: Handler | None = slack.handle if slack is not None else None
+        teams_route: Handler | None = teams.handle if teams is not None else None
+        if metrics is not None:  # each ack counted and timed
+            slack_route = slack_route and metrics.acks("slack", slack_route)
+            teams_route = teams_route and metrics.acks("teams", teams_route)
         app = build_web_app(
             health=health,
-            slack=slack.handle if slack is not None else None,
-            teams=teams.handle if teams is not None else None,
+            slack=slack_route,
+            teams=teams_route,
             ready=readiness.handle,
             mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
             middlewares=[service.tracing.middleware()] if service.tracing is not None else [],
@@ -293,6 +330,7 @@ class Server:
         try:
             with listening_step(settings.host, settings.port):
                 await web.TCPSite(runner, settings.host, settings.port).start()
+            await server._serve_metrics()
             if slack is not None:
                 with slack_step(settings.slack_api_url):
                     await slack.start()
@@ -311,6 +349,26 @@ class Server:
             raise
         service.ready = True
         return server
+
+    async def _serve_metrics(self) -> None:
+        """`/metrics` on HITL_METRICS_ADDRESS, a port of its own (never the public one)."""
+        listen, metrics = self.settings.metrics_listen, self.service.metrics
+        if listen is None or metrics is None:
+            return
+        self.metrics_runner = web.AppRunner(metrics.web_app(), handle_signals=False)
+        await self.metrics_runner.setup()
+        host, port = listen
+        with listening_step(host, port, "HITL_METRICS_ADDRESS", "HITL_METRICS_ADDRESS"):
+            await web.TCPSite(self.metrics_runner, host, port).start()
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where /metrics is served, once started; None when it is not."""
+        if self.metrics_runner is None or not self.metrics_runner.addresses:
+            return None
+        host, port = self.metrics_runner.addresses[0][:2]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{port}/metrics"
 
     @property
     def url(self) -> str:
@@ -333,6 +391,8 @@ class Server:
         if service.admin is not None:
             doors.append(f"admin console {ADMIN_PATH}")
         runs = service.bridge.runs
+        if self.metrics_url is not None:
+            doors.append(f"metrics {self.metrics_url}")
         return (
             f"hitl-bridge serving on {self.url} ({', '.join(surfaces)}; doors: "
             f"{', '.join(doors) or 'none'}; database {shown_url(self.settings.database_url)}; "
@@ -357,6 +417,8 @@ class Server:
             with contextlib.suppress(Exception):
                 await self.service.doors.stop_waiting()
         await self.runner.cleanup()
+        if self.metrics_runner is not None:
+            await self.metrics_runner.cleanup()
         await _close(self.service)
 
 
@@ -432,6 +494,11 @@ async def _close(service: Service) -> None:
     provider = service.channel.provider
     if isinstance(provider, TracedProvider):
         provider = provider.inner
+    if service.metrics is not None:
+        from adapters.metrics import MeteredModel
+
+        if isinstance(provider, MeteredModel):
+            provider = provider.inner
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()
     if service.sealer is not None:  # after the bridge: its last settles are sealed too

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.subprocess  # each import is measured in a fresh proces
 
 ROOT = Path(__file__).resolve().parents[1]
 # The model SDK, MCP, the chat SDKs, the admin console's templates, the HTTP server and client.
-SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp")
+SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp",
+        "prometheus_client")  # fmt: skip
 STORE = ("sqlalchemy", "alembic")  # the store: only commands that open it
 REPORT = "import json, sys; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
 
@@ -75,9 +76,9 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
     assert "aiohttp" in imported
     # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second;
     # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent
-    # or once serve is ready (the door's SDK, as MCP's).
+    # or once serve is ready (the door's SDK, as MCP's); prometheus_client with a metrics address.
     for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic", "opentelemetry",
-                "a2a"):  # fmt: skip
+                "a2a", "prometheus_client"):  # fmt: skip
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
 
 

@@ -118,8 +118,13 @@ class Webhooks:
         limits: Limits = DEFAULT_LIMITS,
         queue_cap: int = QUEUE_CAP,
         trace_configs: Sequence[aiohttp.TraceConfig] = (),
+        counted: Callable[[str], None] | None = None,
     ) -> None:
+        """`counted` is told the outcome of each attempt this worker finished (`delivered`,
+        `failed`: to be retried, `gave_up`) and of each delivery dropped (`dropped`): the
+        metrics (adapters/metrics.py)."""
         self.store = store
+        self.counted = counted
         self.secret_for = secret_for
         self.allow_private = allow_private
         self.give_up_after = give_up_after
@@ -156,6 +161,7 @@ class Webhooks:
             self._wake.set()
         elif added is Added.DROPPED:
             log.warning("webhook of request %s dropped: %s", asked.request_id, why)
+            self._count("dropped")
 
     async def start(self) -> None:
         """Send what is due (rows dead workers left included), then keep sending."""
@@ -237,12 +243,18 @@ class Webhooks:
             done, audit = self._outcome(delivery, sent, datetime.now(UTC))
             if not await self.store.finish(done, self.worker, audit):
                 log.info("webhook %s: its lease lapsed; another worker has it", delivery.id)
+            else:
+                self._count(audit[-1].action.removeprefix("webhook."))
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):  # else its lease lapses: the same, later
                 await self.store.release(delivery, self.worker)
             raise
         except Exception as err:  # the store: the row stays leased, and is retried once it lapses
             self._failures.failed("delivering a webhook", err)
+
+    def _count(self, outcome: str) -> None:
+        if self.counted is not None:
+            self.counted(outcome)
 
     async def _send(self, delivery: WebhookDelivery) -> Sent:
         """One POST of the delivery, signed with its token's secret now (a rotated secret

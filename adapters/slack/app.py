@@ -47,6 +47,7 @@ from adapters.http_limits import (
 from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
+from adapters.slack.metered import CallRecorder, CountedSlackCalls
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
@@ -75,12 +76,17 @@ _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 _BOLT_HEADERS = "x-slack-bolt-"  # Bolt's own switches (lazy listeners): never from a client
 
 
-def slack_client(token: str, api_url: str | None = None) -> AsyncWebClient:
-    """A Web API client that retries 429 (honouring Retry-After), 5xx and dropped connections."""
+def slack_client(
+    token: str, api_url: str | None = None, counted: CallRecorder | None = None
+) -> AsyncWebClient:
+    """A Web API client that retries 429 (honouring Retry-After), 5xx and dropped connections;
+    with `counted`, each attempt is told to it (the metrics, adapters/slack/metered.py)."""
+    counting = [CountedSlackCalls(counted)] if counted is not None else []
     return AsyncWebClient(
         token=token,
         base_url=api_url or SLACK_API_URL,
         retry_handlers=[
+            *counting,
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
             AsyncServerErrorRetryHandler(max_retry_count=2),
             AsyncConnectionErrorRetryHandler(max_retry_count=2),
