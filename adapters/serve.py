@@ -15,6 +15,7 @@ from aiohttp import web
 
 from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
+from adapters.ag_ui.door import AgUiDoor, open_ag_ui
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
@@ -143,6 +144,7 @@ class Service:
         None  # the policy's escalation steps (bot/durable/escalations.py)
     )
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
+    ag_ui: AgUiDoor | None = None  # the agent over AG-UI at /ag-ui (adapters/ag_ui)
 
 
 def request_rules(deciders: Deciders) -> RequestRules:
@@ -211,6 +213,8 @@ async def build_service(settings: Settings) -> Service:
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
                       escalations=escalations)  # fmt: skip
     service.doors = open_doors(settings, store, bridge, human.handler, tools)
+    d = service.doors
+    service.ag_ui = open_ag_ui(bridge, channel, router, store, d.tokens, d.doors.polls, tools)
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
@@ -264,7 +268,7 @@ class Server:
             slack=slack.handle if slack is not None else None,
             teams=teams.handle if teams is not None else None,
             ready=readiness.handle,
-            mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
+            mounts=[m.mount for m in (service.doors, service.ag_ui, service.admin) if m is not None],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
@@ -397,6 +401,8 @@ async def _close(service: Service) -> None:
             await service.teams.close()
     if service.escalations is not None:
         await service.escalations.stop()
+    if service.ag_ui is not None:
+        await service.ag_ui.close()
     await service.bridge.close()
     # After the bridge: its last edits and card updates still use these clients.
     if service.slack is not None:
