@@ -256,7 +256,7 @@ class Server:
         async def health() -> bool:
             return service.ready
 
-        slack, teams = service.slack, service.teams
+        slack, teams, doors = service.slack, service.teams, service.doors
         runs = service.bridge.runs
         readiness = Readiness(
             service.store,
@@ -268,7 +268,7 @@ class Server:
             slack=slack.handle if slack is not None else None,
             teams=teams.handle if teams is not None else None,
             ready=readiness.handle,
-            mounts=[m.mount for m in (service.doors, service.ag_ui, service.admin) if m is not None],
+            mounts=[m.mount for m in (doors, service.ag_ui, service.admin) if m is not None],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = AppRunner(app, handle_signals=False, shutdown_timeout=5.0)

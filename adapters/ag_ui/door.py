@@ -22,7 +22,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.ag_ui import events
-from adapters.ag_ui.threads import PREFIX, UNAVAILABLE, Asked, Ended, Threads
+from adapters.ag_ui.threads import PREFIX, UNAVAILABLE, RequestAsked, TurnEnded, Threads
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from bot import AIChannel
 from bot.agent.hooks import HookTrigger
@@ -169,13 +169,13 @@ class AgUiDoor:
                 if _gone(request):
                     return  # the turn goes on; the next run on the thread reads the rest
                 continue
-            if isinstance(item, Ended):
+            if isinstance(item, TurnEnded):
                 if item.error is not None:
                     yield events.run_error(item.error, "turn_failed")
                 else:
                     yield events.run_finished(run.thread_id, run.run_id, item.text or None)
                 return
-            if isinstance(item, Asked):
+            if isinstance(item, RequestAsked):
                 interrupts = await self._open(room)
                 if interrupts:
                     yield events.run_interrupted(run.thread_id, run.run_id, interrupts)

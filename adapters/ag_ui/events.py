@@ -53,9 +53,7 @@ def run_finished(thread_id: str, run_id: str, result: str | None = None) -> RunF
     return RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=result, outcome=outcome)
 
 
-def run_interrupted(
-    thread_id: str, run_id: str, interrupts: list[Interrupt]
-) -> RunFinishedEvent:
+def run_interrupted(thread_id: str, run_id: str, interrupts: list[Interrupt]) -> RunFinishedEvent:
     outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
     return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
 

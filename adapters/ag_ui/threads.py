@@ -38,25 +38,25 @@ UNAVAILABLE = "The bridge cannot reach its database now; try again shortly."
 
 
 @dataclass(frozen=True, slots=True)
-class Asked:
+class RequestAsked:
     """A request was asked in the thread: the run streaming it ends with an interrupt."""
 
     request_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class Ended:
+class TurnEnded:
     """The turn ended: with the model's last words, or with `error` (one line)."""
 
     text: str = ""
     error: str | None = None
 
 
-Item = BaseEvent | Asked | Ended
+Item = BaseEvent | RequestAsked | TurnEnded
 
 
 @dataclass
-class Thread:
+class AgUiThread:
     """One AG-UI thread's queue and, while one runs, its turn."""
 
     queue: asyncio.Queue[Item] = field(default_factory=asyncio.Queue)
@@ -78,10 +78,10 @@ class Threads:
     room_prefix = PREFIX
 
     def __init__(self) -> None:
-        self._threads: dict[str, Thread] = {}
+        self._threads: dict[str, AgUiThread] = {}
 
-    def thread(self, room_id: str) -> Thread:
-        return self._threads.setdefault(room_id, Thread())
+    def thread(self, room_id: str) -> AgUiThread:
+        return self._threads.setdefault(room_id, AgUiThread())
 
     def put(self, room_id: str, *items: Item) -> None:
         queue = self.thread(room_id).queue
@@ -98,12 +98,12 @@ class Threads:
             text = await run
         except StoreUnavailableError as err:
             log.warning("AG-UI: the turn in %s could not reach the store: %s", room_id, err)
-            self.put(room_id, Ended(error=UNAVAILABLE))
+            self.put(room_id, TurnEnded(error=UNAVAILABLE))
         except Exception:
             log.exception("AG-UI: the turn in %s failed", room_id)
-            self.put(room_id, Ended(error=FAILED))
+            self.put(room_id, TurnEnded(error=FAILED))
         else:
-            self.put(room_id, Ended(text=text))
+            self.put(room_id, TurnEnded(text=text))
 
     async def close(self) -> None:
         """Cut the turns still running (at shutdown: their requests stay pending)."""
@@ -143,7 +143,7 @@ class Threads:
 
     async def observe(self, update: RequestUpdate) -> None:
         if update.state is RenderState.EXECUTING and not update.copy and not update.shown_again:
-            self.put(update.room_id, Asked(update.pending_id))
+            self.put(update.room_id, RequestAsked(update.pending_id))
 
     async def say(self, room_id: str, text: str) -> None:
         await self.text(room_id, text)
