@@ -22,7 +22,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.ag_ui import events
-from adapters.ag_ui.threads import PREFIX, UNAVAILABLE, RequestAsked, TurnEnded, Threads
+from adapters.ag_ui.threads import PREFIX, UNAVAILABLE, Item, RequestAsked, Threads, TurnEnded
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from bot import AIChannel
 from bot.agent.hooks import HookTrigger
@@ -159,29 +159,39 @@ class AgUiDoor:
     ) -> AsyncIterator[BaseEvent]:
         """The thread's events until its turn ends or asks a person (then the interrupt)."""
         thread = self.threads.thread(room)
-        while True:
-            if thread.queue.empty() and not thread.running:  # nothing waits in this worker
-                yield events.run_finished(run.thread_id, run.run_id)
-                return
-            try:
-                item = await asyncio.wait_for(thread.queue.get(), GONE_EVERY)
-            except TimeoutError:
-                if _gone(request):
-                    return  # the turn goes on; the next run on the thread reads the rest
-                continue
-            if isinstance(item, TurnEnded):
-                if item.error is not None:
-                    yield events.run_error(item.error, "turn_failed")
-                else:
-                    yield events.run_finished(run.thread_id, run.run_id, item.text or None)
-                return
-            if isinstance(item, RequestAsked):
-                interrupts = await self._open(room)
-                if interrupts:
-                    yield events.run_interrupted(run.thread_id, run.run_id, interrupts)
+        getter: asyncio.Future[Item] | None = None  # kept across checks: no item is lost
+        try:
+            while True:
+                if getter is None:
+                    if thread.queue.empty() and not thread.running:  # nothing waits here
+                        yield events.run_finished(run.thread_id, run.run_id)
+                        return
+                    getter = asyncio.ensure_future(thread.queue.get())
+                done, _ = await asyncio.wait({getter}, timeout=GONE_EVERY)
+                if not done:
+                    if _gone(request):
+                        return  # the turn goes on; the next run on the thread reads the rest
+                    continue
+                item, getter = getter.result(), None
+                if isinstance(item, TurnEnded):
+                    yield self._ended(run, item)
                     return
-                continue  # answered already (elsewhere): the turn goes on
-            yield item
+                if isinstance(item, RequestAsked):
+                    interrupts = await self._open(room)
+                    if interrupts:
+                        yield events.run_interrupted(run.thread_id, run.run_id, interrupts)
+                        return
+                    continue  # answered already (elsewhere): the turn goes on
+                yield item
+        finally:
+            if getter is not None:
+                getter.cancel()
+
+    @staticmethod
+    def _ended(run: RunAgentInput, ended: TurnEnded) -> BaseEvent:
+        if ended.error is not None:
+            return events.run_error(ended.error, "turn_failed")
+        return events.run_finished(run.thread_id, run.run_id, ended.text or None)
 
     async def _open(self, room: str) -> list[Interrupt]:
         """The thread's open requests, as interrupts, oldest first."""
