@@ -34,7 +34,7 @@ from bot.records import RequestStatus
 from bot.store.doors import DoorTables
 from tests.adapters.slack.conftest import ALICE, CHANNEL, WAIT, Env, StartEnv, has_actions
 from tests.adapters.slack.test_delivery import click_in, copy_in, settled_in
-from tests.fakes.anthropic_api import reply, reply_text, text_block, tool_use_block
+from tests.fakes.anthropic_api import ErrorReply, reply, reply_text, text_block, tool_use_block
 
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 APPROVAL = {"action": "Deploy v2 to production", "reason": "Release day"}
@@ -267,3 +267,11 @@ async def test_a_new_run_while_the_turn_waits_is_a_run_error(client: Client) -> 
     events = await client.run("t-busy", "and another thing")
     error = events[-1]
     assert isinstance(error, RunErrorEvent) and error.code == "thread_busy"
+
+
+async def test_a_turn_that_fails_is_one_run_error(client: Client) -> None:
+    client.env.model.script(ErrorReply(400, "invalid_request_error", "the model refused"))
+    events = await client.run("t-fail", "hi")
+    error = events[-1]
+    assert isinstance(error, RunErrorEvent) and error.code == "turn_failed"
+    assert error.message == "The agent's turn failed on the bridge's side."
