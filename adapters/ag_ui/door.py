@@ -164,6 +164,7 @@ class AgUiDoor:
             while True:
                 if getter is None:
                     if thread.queue.empty() and not thread.running:  # nothing waits here
+                        self.threads.forget(room)
                         yield events.run_finished(run.thread_id, run.run_id)
                         return
                     getter = asyncio.ensure_future(thread.queue.get())
@@ -174,6 +175,7 @@ class AgUiDoor:
                     continue
                 item, getter = getter.result(), None
                 if isinstance(item, TurnEnded):
+                    self.threads.forget(room, ended=True)
                     yield self._ended(run, item)
                     return
                 if isinstance(item, RequestAsked):

@@ -83,6 +83,13 @@ class Threads:
     def thread(self, room_id: str) -> AgUiThread:
         return self._threads.setdefault(room_id, AgUiThread())
 
+    def forget(self, room_id: str, *, ended: bool = False) -> None:
+        """Drop a thread whose turn ended and was read to its end (`ended`: its TurnEnded,
+        the last thing its task does, was read): kept no longer than that."""
+        thread = self._threads.get(room_id)
+        if thread is not None and (ended or not thread.running) and thread.queue.empty():
+            del self._threads[room_id]
+
     def put(self, room_id: str, *items: Item) -> None:
         queue = self.thread(room_id).queue
         for item in items:

@@ -275,3 +275,13 @@ async def test_a_turn_that_fails_is_one_run_error(client: Client) -> None:
     error = events[-1]
     assert isinstance(error, RunErrorEvent) and error.code == "turn_failed"
     assert error.message == "The agent's turn failed on the bridge's side."
+
+
+async def test_the_next_run_on_a_thread_goes_on_with_its_transcript(client: Client) -> None:
+    env = client.env
+    env.model.script(reply_text("First."), reply_text("Second."))
+    assert texts(await client.run("t-two", "one")) == ["First."]
+    assert texts(await client.run("t-two", "two")) == ["Second."]
+    sent = env.model.requests[1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[-1]["content"] == "two"
