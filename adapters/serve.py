@@ -16,6 +16,7 @@ from aiohttp import web
 from adapters.a2a.loading import PATH as A2A_PATH
 from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
+from adapters.ag_ui.door import AgUiDoor, open_ag_ui
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
@@ -149,6 +150,7 @@ class Service:
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
     metrics: Metrics | None = None  # /metrics on HITL_METRICS_ADDRESS (adapters/metrics.py)
     tracing: Tracing | None = None  # spans to OTLP (adapters/tracing.py), when configured
+    ag_ui: AgUiDoor | None = None  # the agent over AG-UI at /ag-ui (adapters/ag_ui)
 
 
 def request_rules(deciders: Deciders) -> RequestRules:
@@ -246,6 +248,8 @@ async def build_service(
                                webhooks_counted=metrics.webhook if metrics else None)  # fmt: skip
     if metrics is not None:
         metrics.worker.long_polls = service.doors.doors.polls.held
+    d = service.doors
+    service.ag_ui = open_ag_ui(bridge, channel, router, store, d.tokens, d.doors.polls, tools)
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
@@ -320,7 +324,9 @@ class Server:
             slack=slack_route,
             teams=teams_route,
             ready=readiness.handle,
-            mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
+            mounts=[
+                m.mount for m in (service.doors, service.ag_ui, service.admin) if m is not None
+            ],
             middlewares=[service.tracing.middleware()] if service.tracing is not None else [],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
@@ -483,6 +489,8 @@ async def _close(service: Service) -> None:
             await service.teams.close()
     if service.escalations is not None:
         await service.escalations.stop()
+    if service.ag_ui is not None:
+        await service.ag_ui.close()
     await service.bridge.close()
     # After the bridge: its last edits and card updates still use these clients.
     if service.slack is not None:
