@@ -44,9 +44,7 @@ def test_postgres_a_one_shot_upgrade_and_two_workers_after_it() -> None:
     workers = [services["worker-1"], services["worker-2"]]
     for worker in workers:
         assert "command" not in worker  # the image's: hitl-bridge serve
-        assert worker["depends_on"]["migrate"] == {
-            "condition": "service_completed_successfully"
-        }
+        assert worker["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
         assert worker["environment"]["HITL_DATABASE_URL"].startswith("postgresql+asyncpg://")
         assert "@db:5432/" in worker["environment"]["HITL_DATABASE_URL"]
         assert worker["env_file"] == ".env"
