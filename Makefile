@@ -22,10 +22,8 @@ PARALLEL := -n auto
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-$(VENV)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+$(VENV)/.installed: pyproject.toml deploy/install.sh
+	PYTHON=$(PYTHON) sh deploy/install.sh $(VENV)  # the container image's install step too
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed clients/python/pyproject.toml
