@@ -7,9 +7,11 @@ line shows the message, which says them too; the JSON line has `timestamp` (ISO 
 
 What someone else wrote (a name or id a client chose, a model's words quoted in an error) can
 hold control characters, line breaks and bidi overrides that act on the terminal showing the
-log, or start a line of the writer's choosing. The text lines escape them (adapters/terminal.py),
-the message on one line, a traceback still on its own lines; the JSON lines are plain ASCII,
-everything else in JSON's own escapes, so a machine reads the value exactly as it was.
+log, or start a line of the writer's choosing. The text lines escape them (adapters/terminal.py):
+a record's message is one line, and a traceback's lines (an exception's message may hold line
+breaks) follow it each indented and escaped, so every line at column 0 is a record of ours. The
+JSON lines are plain ASCII, everything else in JSON's own escapes, so a machine reads each value
+exactly as it was.
 
 The JSON lines are python-json-logger's: a well-kept formatter that knows which of a record's
 attributes are `extra=` fields on each Python version, which is most of what one would write.
@@ -68,5 +70,5 @@ def use_log_format(kind: str) -> None:
 
 
 def _lines_safe(text: str) -> str:
-    """Each line of a traceback escaped as `safe` does, the lines kept apart."""
-    return "\n".join(safe(line) for line in text.splitlines())
+    """Each line of a traceback escaped as `safe` does and indented: none starts a record."""
+    return "\n".join(f"  {safe(line)}" for line in text.splitlines())

@@ -322,8 +322,8 @@ class Server:
         """The start's line: `serving_fields` said in words."""
         said = self.serving_fields()
         return (
-            f"hitl-bridge {said['version']} serving on {said['url']} "
-            f"({', '.join(said['surfaces'])}; doors: {', '.join(said['doors']) or 'none'}; "
+            f"hitl-bridge serving on {said['url']} (version {said['version']}; "
+            f"{', '.join(said['surfaces'])}; doors: {', '.join(said['doors']) or 'none'}; "
             f"database {said['database']}; worker {said['worker']})"
         )
 
