@@ -1,14 +1,16 @@
 """The doors of `serve` (docs/api-and-mcp.md), composed: the HTTP API under /api/v1 and its
-webhooks, and the MCP server at /mcp, over one `Doors` (bot/doors/service.py) on the bridge's
-handler, store and surfaces."""
+webhooks, the MCP server at /mcp and A2A at /a2a, over one `Doors` (bot/doors/service.py) on
+the bridge's handler, store and surfaces."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp import web
 
+from adapters.a2a.loading import LoadingA2aDoor
 from adapters.api.callback_urls import check_url
 from adapters.api.routes import ApiDoor
 from adapters.api.webhooks import Webhooks
@@ -31,13 +33,16 @@ class DoorService:
     api: ApiDoor
     webhooks: Webhooks
     mcp: LoadingMcpDoor  # its SDK loaded after serve is ready (adapters/mcp/loading.py)
+    a2a: LoadingA2aDoor  # the same (adapters/a2a/loading.py)
 
     def mount(self, app: web.Application) -> None:
         self.api.mount(app)
         self.mcp.mount(app)
+        self.a2a.mount(app)
 
     async def start(self) -> None:
         await self.mcp.start()
+        await self.a2a.start()
         await self.webhooks.start()
 
     async def stop_waiting(self) -> None:
@@ -56,6 +61,8 @@ def open_doors(
     bridge: Bridge,
     handler: HumanInputHandler,
     tools: Mapping[str, HumanTool],
+    trace_configs: Sequence[aiohttp.TraceConfig] = (),
+    webhooks_counted: Callable[[str], None] | None = None,
 ) -> DoorService:
     """The doors on `handler` (the agent's, so the router that answers its requests answers
     theirs), posting through the bridge's surfaces."""
@@ -76,8 +83,11 @@ def open_doors(
         return await check_url(url, allow_private)
 
     webhooks = Webhooks(WebhookTables(store), secret_for, allow_private=allow_private,
-                        timeout=settings.webhook_timeout_seconds)  # fmt: skip
+                        timeout=settings.webhook_timeout_seconds,
+                        trace_configs=trace_configs,
+                        counted=webhooks_counted)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)
-    return DoorService(doors, tokens, api, webhooks, mcp)
+    a2a = LoadingA2aDoor(doors, tokens, public_url=settings.public_url)
+    return DoorService(doors, tokens, api, webhooks, mcp, a2a)

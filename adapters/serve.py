@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from adapters.a2a.loading import PATH as A2A_PATH
 from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
+from adapters.ag_ui.door import AgUiDoor, open_ag_ui
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
@@ -23,10 +25,11 @@ from adapters.http_limits import AppRunner
 from adapters.mcp.loading import PATH as MCP_PATH
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
-from adapters.server import SLACK_PATH, TEAMS_PATH, build_web_app
+from adapters.server import SLACK_PATH, TEAMS_PATH, Handler, build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import TeamsConfig, teams_config
+from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.bridge.people import PeopleDirectory, PeopleNames
@@ -35,6 +38,7 @@ from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input import RequestRules
 from bot.human_input.log_lines import log_transition
+from bot.human_input.worker import worker_name
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.policies.deciders import Deciders
 from bot.policies.delivery import Delivery
@@ -47,6 +51,7 @@ from bot.store.votes import VoteTables
 
 # Each surface's SDK (seconds to import) is imported when the settings say it is served.
 if TYPE_CHECKING:
+    from adapters.metrics import Metrics
     from adapters.slack.app import SlackAdapter
     from adapters.slack.socket_mode import SocketMode
     from adapters.teams.app import TeamsAdapter
@@ -144,6 +149,9 @@ class Service:
         None  # the policy's escalation steps (bot/durable/escalations.py)
     )
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
+    metrics: Metrics | None = None  # /metrics on HITL_METRICS_ADDRESS (adapters/metrics.py)
+    tracing: Tracing | None = None  # spans to OTLP (adapters/tracing.py), when configured
+    ag_ui: AgUiDoor | None = None  # the agent over AG-UI at /ag-ui (adapters/ag_ui)
 
 
 def request_rules(deciders: Deciders) -> RequestRules:
@@ -156,7 +164,13 @@ def request_rules(deciders: Deciders) -> RequestRules:
     )
 
 
-async def build_service(settings: Settings) -> Service:
+TracingFor = Callable[[str], Tracing | None]
+"""The tracing of a worker (by its name): from the environment, or a test's exporter."""
+
+
+async def build_service(
+    settings: Settings, tracing_for: TracingFor = tracing_from_environment
+) -> Service:
     slack_secrets, teams = _surfaces(settings)
     settings, config = read_agent_file(settings)
     check_model_settings(settings)
@@ -176,11 +190,28 @@ async def build_service(settings: Settings) -> Service:
         await store.close()
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
+    tracing = tracing_for(bridge.runs.worker_id if bridge.runs is not None else worker_name())
     human = agent.human
     human.handler.add_observer(log_transition)  # a line per request asked and settled
+    metrics = open_metrics(settings, store)
+    provider = make_provider(settings)
+    if metrics is not None:
+        from adapters.metrics import MeteredModel
+
+        human.handler.add_observer(metrics.observe)
+        store.watch_outages(metrics.store_outage)
+        runs = bridge.runs
+        if runs is not None:
+            metrics.worker.leases = lambda: runs.held
+            metrics.worker.adopted = lambda: runs.adopted
+        provider = MeteredModel(provider, metrics, settings.model)
     grants = Grants(store)
     gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
-    channel = agent.channel("slack", make_provider(settings), gate=gate)
+    if tracing is not None:
+        human.handler.add_observer(tracing.observe)
+        provider, gate = tracing.model(provider), tracing.gate(gate)
+    channel = agent.channel("slack", provider, gate=gate)
+    trace_configs = [tracing.client_trace()] if tracing is not None else []
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
     # The doors ask with the built-in tools whatever the agent file offers the model.
@@ -202,22 +233,31 @@ async def build_service(settings: Settings) -> Service:
         slack = SlackAdapter(
             bridge=bridge,
             channel=channel,
-            client=slack_client(token, settings.slack_api_url),
+            client=slack_client(
+                token, settings.slack_api_url, metrics.slack_call if metrics else None
+            ),
             signing_secret=secret,
             store=store,
             router=router,
             grants=grants,
             copies=copies,
+            trace_configs=trace_configs,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
-                      escalations=escalations)  # fmt: skip
-    service.doors = open_doors(settings, store, bridge, human.handler, tools)
+                      escalations=escalations, metrics=metrics, tracing=tracing)  # fmt: skip
+    service.doors = open_doors(settings, store, bridge, human.handler, tools, trace_configs,
+                               webhooks_counted=metrics.webhook if metrics else None)  # fmt: skip
+    if metrics is not None:
+        metrics.worker.long_polls = service.doors.doors.polls.held
+    d = service.doors
+    service.ag_ui = open_ag_ui(bridge, channel, router, store, d.tokens, d.doors.polls, tools)
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
         service.teams = TeamsAdapter(
             bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
             config=teams, router=router, grants=grants, copies=copies,
+            counted=metrics.teams_call if metrics else None,
         )  # fmt: skip
     read_groups(deciders, slack.client if slack is not None else None, service.teams)
     service.admin = open_console(
@@ -226,6 +266,17 @@ async def build_service(settings: Settings) -> Service:
     # Copies of requests where their rule's `deliver` says (approvals channel, DMs, Teams).
     bridge.mirror(Delivery(deciders, bridge.find, bridge.undeliverable_copy).rooms)
     return service
+
+
+def open_metrics(settings: Settings, store: SqlStore) -> Metrics | None:
+    """This worker's metrics when HITL_METRICS_ADDRESS is set (prometheus_client is imported
+    only then); None otherwise."""
+    if settings.metrics_listen is None:
+        return None
+    from adapters.metrics import Metrics
+    from bot.store.gauges import DeploymentGauges
+
+    return Metrics(DeploymentGauges(store), settings.metrics_database_seconds)
 
 
 class Server:
@@ -239,6 +290,7 @@ class Server:
         self.socket_mode: SocketMode | None = None
         self.stopping = asyncio.Event()  # set by a signal, or a failure it cannot go on after
         self.failure: StartupError | None = None  # that failure: serve exits with its line
+        self.metrics_runner: web.AppRunner | None = None  # /metrics, on its own port
 
     def fail(self, failure: StartupError) -> None:
         """Stop serving for a failure no retry mends (Slack refused SLACK_APP_TOKEN)."""
@@ -247,8 +299,10 @@ class Server:
         self.stopping.set()
 
     @classmethod
-    async def start(cls, settings: Settings) -> Server:
-        service = await build_service(settings)
+    async def start(
+        cls, settings: Settings, *, tracing_for: TracingFor = tracing_from_environment
+    ) -> Server:
+        service = await build_service(settings, tracing_for)
 
         async def health() -> bool:
             return service.ready
@@ -260,12 +314,21 @@ class Server:
             started=lambda: service.ready,
             worker=runs.worker_id if runs is not None else None,
         )
+        metrics = service.metrics
+        slack_route: Handler | None = slack.handle if slack is not None else None
+        teams_route: Handler | None = teams.handle if teams is not None else None
+        if metrics is not None:  # each ack counted and timed
+            slack_route = slack_route and metrics.acks("slack", slack_route)
+            teams_route = teams_route and metrics.acks("teams", teams_route)
         app = build_web_app(
             health=health,
-            slack=slack.handle if slack is not None else None,
-            teams=teams.handle if teams is not None else None,
+            slack=slack_route,
+            teams=teams_route,
             ready=readiness.handle,
-            mounts=[mount.mount for mount in (service.doors, service.admin) if mount is not None],
+            mounts=[
+                m.mount for m in (service.doors, service.ag_ui, service.admin) if m is not None
+            ],
+            middlewares=[service.tracing.middleware()] if service.tracing is not None else [],
         )
         # Requests in flight get 5 s to finish at shutdown: a worker exits within 10 s.
         runner = AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
@@ -274,6 +337,7 @@ class Server:
         try:
             with listening_step(settings.host, settings.port):
                 await web.TCPSite(runner, settings.host, settings.port).start()
+            await server._serve_metrics()
             if slack is not None:
                 with slack_step(settings.slack_api_url):
                     await slack.start()
@@ -293,6 +357,26 @@ class Server:
         service.ready = True
         return server
 
+    async def _serve_metrics(self) -> None:
+        """`/metrics` on HITL_METRICS_ADDRESS, a port of its own (never the public one)."""
+        listen, metrics = self.settings.metrics_listen, self.service.metrics
+        if listen is None or metrics is None:
+            return
+        self.metrics_runner = web.AppRunner(metrics.web_app(), handle_signals=False)
+        await self.metrics_runner.setup()
+        host, port = listen
+        with listening_step(host, port, "HITL_METRICS_ADDRESS", "HITL_METRICS_ADDRESS"):
+            await web.TCPSite(self.metrics_runner, host, port).start()
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where /metrics is served, once started; None when it is not."""
+        if self.metrics_runner is None or not self.metrics_runner.addresses:
+            return None
+        host, port = self.metrics_runner.addresses[0][:2]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{port}/metrics"
+
     @property
     def url(self) -> str:
         host, port = self.runner.addresses[0][:2]
@@ -308,10 +392,14 @@ class Server:
             surfaces.append(f"Slack ({how})")
         if service.teams is not None:
             surfaces.append(f"Teams ({TEAMS_PATH})")
-        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}"] if service.doors is not None else []
+        doors = [f"API {API_PATH}", f"MCP {MCP_PATH}", f"A2A {A2A_PATH}"]
+        if service.doors is None:
+            doors = []
         if service.admin is not None:
             doors.append(f"admin console {ADMIN_PATH}")
         runs = service.bridge.runs
+        if self.metrics_url is not None:
+            doors.append(f"metrics {self.metrics_url}")
         return {
             "version": _version(), "url": self.url, "surfaces": surfaces, "doors": doors,
             "database": shown_url(self.settings.database_url),
@@ -345,6 +433,8 @@ class Server:
             with contextlib.suppress(Exception):
                 await self.service.doors.stop_waiting()
         await self.runner.cleanup()
+        if self.metrics_runner is not None:
+            await self.metrics_runner.cleanup()
         await _close(self.service)
 
 
@@ -380,11 +470,13 @@ def _version() -> str:
 
 
 async def _freeze_once_loaded(service: Service) -> None:
-    """Keep what the MCP door loads after the start (adapters/mcp/loading.py) out of the
+    """Keep what the MCP and A2A doors load after the start (adapters/mcp/loading.py) out of the
     cyclic GC too, once it is in."""
     if service.doors is not None:
         with contextlib.suppress(Exception):
             await service.doors.mcp.loaded()
+        with contextlib.suppress(Exception):
+            await service.doors.a2a.loaded()
     gc.collect()
     gc.freeze()
 
@@ -415,6 +507,8 @@ async def _close(service: Service) -> None:
             await service.teams.close()
     if service.escalations is not None:
         await service.escalations.stop()
+    if service.ag_ui is not None:
+        await service.ag_ui.close()
     await service.bridge.close()
     # After the bridge: its last edits and card updates still use these clients.
     if service.slack is not None:
@@ -424,8 +518,17 @@ async def _close(service: Service) -> None:
     if service.agent is not None:
         await service.agent.close()
     provider = service.channel.provider
+    if isinstance(provider, TracedProvider):
+        provider = provider.inner
+    if service.metrics is not None:
+        from adapters.metrics import MeteredModel
+
+        if isinstance(provider, MeteredModel):
+            provider = provider.inner
     if isinstance(provider, AnthropicAIProvider):
         await provider.close()
     if service.sealer is not None:  # after the bridge: its last settles are sealed too
         await service.sealer.stop()
     await service.store.close()
+    if service.tracing is not None:  # last: the spans of the shutdown go too
+        await service.tracing.close()

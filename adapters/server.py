@@ -8,6 +8,7 @@ Each surface's handler authenticates before it interprets a body and limits what
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from aiohttp import web
 
@@ -33,12 +34,14 @@ def build_web_app(
     teams: Handler | None = None,
     ready: Handler | None = None,
     mounts: Sequence[Callable[[web.Application], None]] = (),
+    middlewares: Sequence[Any] = (),
 ) -> web.Application:
     """Routes for the surfaces that are configured, a health check (alive) and, given
     `ready`, a readiness check (able to take work: adapters/readiness.py); each of `mounts`
-    adds its own (the doors: adapters/doors.py)."""
+    adds its own (the doors: adapters/doors.py). `middlewares` go outside the guard (a
+    request's span sees what the guard answers: adapters/tracing.py)."""
     quiet_protocol_errors()
-    app = web.Application(client_max_size=CLIENT_MAX_SIZE, middlewares=[guard()])
+    app = web.Application(client_max_size=CLIENT_MAX_SIZE, middlewares=[*middlewares, guard()])
 
     async def healthz(_: web.Request) -> web.Response:
         ready = await health()

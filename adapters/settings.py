@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     long_polls_per_token: int = Field(100, alias="HITL_LONG_POLLS_PER_TOKEN", ge=1)
     long_polls_per_worker: int = Field(1000, alias="HITL_LONG_POLLS_PER_WORKER", ge=1)
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
+    # Where callers reach this service (behind a proxy): the A2A card's interfaces are under it.
+    public_url: str | None = Field(None, alias="HITL_PUBLIC_URL")
     # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
     policy_file: Path | None = Field(None, alias="HITL_POLICY_FILE")
     # The admin console (adapters/admin): a token that signs in besides admin tokens of
@@ -79,6 +81,12 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", alias="HITL_LOG_LEVEL")
     # How each line is written: text for people, or one JSON object a line (adapters/log_format.py).
     log_format: str = Field(TEXT, alias="HITL_LOG_FORMAT")
+    # Prometheus metrics (adapters/metrics.py) on their own port, never the public one: off
+    # unless set; `9464` alone is 127.0.0.1:9464, `0.0.0.0:9464` exposes them to the network.
+    metrics_address: str | None = Field(None, alias="HITL_METRICS_ADDRESS")
+    # How long the gauges read from the database (requests pending, webhook backlog) are kept:
+    # however many scrape, the database is read at most once in it.
+    metrics_database_seconds: float = Field(15.0, alias="HITL_METRICS_DATABASE_SECONDS", gt=0)
 
     @property
     def scripted_model(self) -> bool:
@@ -118,6 +126,19 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(LOG_FORMATS)}")
         return kind
 
+    @field_validator("metrics_address")
+    @classmethod
+    def _host_and_port(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        host, port = metrics_host_port(value)
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def metrics_listen(self) -> tuple[str, int] | None:
+        """Where the metrics are served (HITL_METRICS_ADDRESS), or None: not served."""
+        return metrics_host_port(self.metrics_address) if self.metrics_address else None
+
     @field_validator("mcp_default_to")
     @classmethod
     def _an_address(cls, value: str | None) -> str | None:
@@ -153,6 +174,19 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(part for part in value.replace(",", " ").split() if part)
         return value
+
+
+def metrics_host_port(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (then on 127.0.0.1); ValueError saying
+    what is expected otherwise."""
+    text = value.strip()
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        host, port = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535 or any(c.isspace() for c in host):
+        raise ValueError("must be PORT or HOST:PORT (for example 127.0.0.1:9464)")
+    return host, int(port)
 
 
 def sqlite_path(url: str) -> Path | None:

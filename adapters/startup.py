@@ -70,8 +70,10 @@ def database_step(url: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def listening_step(host: str, port: int) -> Iterator[None]:
-    """Listening on HITL_HOST:HITL_PORT."""
+def listening_step(
+    host: str, port: int, host_setting: str = "HITL_HOST", port_setting: str = "HITL_PORT"
+) -> Iterator[None]:
+    """Listening on HITL_HOST:HITL_PORT (or the settings named: HITL_METRICS_ADDRESS)."""
     try:
         yield
     except OSError as err:
@@ -79,17 +81,17 @@ def listening_step(host: str, port: int) -> Iterator[None]:
         if err.errno == errno.EADDRINUSE:
             raise StartupError(
                 f"port {port} on {host} is already in use: stop what listens there "
-                "or set HITL_PORT to a free port"
+                f"or set {port_setting} to a free port"
             ) from err
         if err.errno == errno.EACCES:
             raise StartupError(
-                f"no permission to listen on {where}: set HITL_PORT to a port above 1023",
+                f"no permission to listen on {where}: set {port_setting} to a port above 1023",
                 status=CONFIGURATION,
             ) from err
         if err.errno == errno.EADDRNOTAVAIL or isinstance(err, socket.gaierror):
             raise StartupError(
                 f"cannot listen on {host}: it is not an address of this machine; set "
-                "HITL_HOST to one (0.0.0.0 for all, 127.0.0.1 for this machine only)",
+                f"{host_setting} to one (0.0.0.0 for all, 127.0.0.1 for this machine only)",
                 status=CONFIGURATION,
             ) from err
         raise StartupError(f"cannot listen on {where}: {_reason(err)}") from err

@@ -63,11 +63,11 @@ def test_sqlalchemy_only_in_the_store_and_anthropic_only_in_the_agent(path: Path
 
 
 @pytest.mark.parametrize("path", _python_files("bot"), ids=str)
-def test_the_mcp_client_sdk_only_in_the_tool_sources(path: Path) -> None:
+def test_the_mcp_and_a2a_client_sdks_only_in_the_tool_sources(path: Path) -> None:
     relative = path.relative_to(ROOT).as_posix()
     if not relative.startswith("bot/tool_sources/"):
         imports = _imports(path)
-        for package in ("mcp", "mcp_types"):
+        for package in ("mcp", "mcp_types", "a2a"):
             assert not _uses(imports, package), f"{relative} imports {package}"
 
 

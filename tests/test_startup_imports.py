@@ -21,14 +21,15 @@ pytestmark = pytest.mark.subprocess  # each import is measured in a fresh proces
 
 ROOT = Path(__file__).resolve().parents[1]
 # The model SDK, MCP, the chat SDKs, the admin console's templates, the HTTP server and client.
-SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp")
+SDKS = ("anthropic", "mcp", "slack_bolt", "slack_sdk", "microsoft_teams", "jinja2", "aiohttp",
+        "prometheus_client")  # fmt: skip
 STORE = ("sqlalchemy", "alembic")  # the store: only commands that open it
 REPORT = "import json, sys; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
 
 
 def imported_after(code: str, tmp_path: Path) -> set[str]:
     """The top-level packages a fresh interpreter holds after running `code`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HITL_", "SLACK_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HITL_", "SLACK_", "OTEL_"))}
     env["PYTHONPATH"] = str(ROOT)
     env["HITL_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'bridge.db'}"
     done = subprocess.run(
@@ -73,8 +74,11 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
 ) -> None:
     imported = imported_after("import adapters.serve", tmp_path)
     assert "aiohttp" in imported
-    # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second.
-    for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic"):
+    # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second;
+    # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent
+    # or once serve is ready (the door's SDK, as MCP's); prometheus_client with a metrics address.
+    for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic", "opentelemetry",
+                "a2a", "prometheus_client"):  # fmt: skip
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
 
 

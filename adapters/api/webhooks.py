@@ -38,7 +38,7 @@ import random
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -117,8 +117,14 @@ class Webhooks:
         timeout: float = 10.0,
         limits: Limits = DEFAULT_LIMITS,
         queue_cap: int = QUEUE_CAP,
+        trace_configs: Sequence[aiohttp.TraceConfig] = (),
+        counted: Callable[[str], None] | None = None,
     ) -> None:
+        """`counted` is told the outcome of each attempt this worker finished (`delivered`,
+        `failed`: to be retried, `gave_up`) and of each delivery dropped (`dropped`): the
+        metrics (adapters/metrics.py)."""
         self.store = store
+        self.counted = counted
         self.secret_for = secret_for
         self.allow_private = allow_private
         self.give_up_after = give_up_after
@@ -131,6 +137,7 @@ class Webhooks:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._trace_configs = list(trace_configs)  # adapters/tracing.py: traceparent sent
         self._attempts: set[asyncio.Task[None]] = set()
         # A database that is down fails every round alike: one line, not a traceback each.
         self._failures = RepeatedFailures(log)
@@ -154,6 +161,7 @@ class Webhooks:
             self._wake.set()
         elif added is Added.DROPPED:
             log.warning("webhook of request %s dropped: %s", asked.request_id, why)
+            self._count("dropped")
 
     async def start(self) -> None:
         """Send what is due (rows dead workers left included), then keep sending."""
@@ -161,7 +169,9 @@ class Webhooks:
             return
         connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.allow_private))
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        self._session = aiohttp.ClientSession(
+            connector=connector, timeout=timeout, trace_configs=self._trace_configs
+        )
         self._task = asyncio.create_task(self._run(), name="hitl-webhooks")
 
     async def close(self) -> None:
@@ -233,12 +243,18 @@ class Webhooks:
             done, audit = self._outcome(delivery, sent, datetime.now(UTC))
             if not await self.store.finish(done, self.worker, audit):
                 log.info("webhook %s: its lease lapsed; another worker has it", delivery.id)
+            else:
+                self._count(audit[-1].action.removeprefix("webhook."))
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):  # else its lease lapses: the same, later
                 await self.store.release(delivery, self.worker)
             raise
         except Exception as err:  # the store: the row stays leased, and is retried once it lapses
             self._failures.failed("delivering a webhook", err)
+
+    def _count(self, outcome: str) -> None:
+        if self.counted is not None:
+            self.counted(outcome)
 
     async def _send(self, delivery: WebhookDelivery) -> Sent:
         """One POST of the delivery, signed with its token's secret now (a rotated secret

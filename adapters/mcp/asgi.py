@@ -26,10 +26,11 @@ GONE_POLL = 1.0  # seconds between looks at whether the client closed its connec
 
 
 async def serve_asgi(
-    app: AsgiApp, request: web.Request, extra: Mapping[str, Any] = {}
+    app: AsgiApp, request: web.Request, extra: Mapping[str, Any] = {}, body: bytes | None = None
 ) -> web.StreamResponse:
-    """`request` answered by `app`; the response as `app` sent it."""
-    exchange = _Exchange(request)
+    """`request` answered by `app`; the response as `app` sent it. `body`: the request's body
+    when the caller has read it already (to hold it to a limit of its own)."""
+    exchange = _Exchange(request, body)
     await app(_scope(request, extra), exchange.receive, exchange.send)
     return await exchange.finished()
 
@@ -58,12 +59,16 @@ def _scope(request: web.Request, extra: Mapping[str, Any]) -> AsgiScope:
 class _Exchange:
     """The receive and send of one request (see the module's docstring)."""
 
-    def __init__(self, request: web.Request) -> None:
+    def __init__(self, request: web.Request, body: bytes | None = None) -> None:
         self.request = request
         self.response: web.StreamResponse | None = None
         self._body_done = False
+        self._body = body
 
     async def receive(self) -> Message:
+        if self._body is not None and not self._body_done:
+            self._body_done = True
+            return {"type": "http.request", "body": self._body, "more_body": False}
         if not self._body_done:
             chunk = await self.request.content.readany()  # b"" only at its end
             more = bool(chunk) and not self.request.content.is_eof()

@@ -47,6 +47,7 @@ from adapters.http_limits import (
 from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
+from adapters.slack.metered import CallRecorder, CountedSlackCalls
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
@@ -75,12 +76,17 @@ _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 _BOLT_HEADERS = "x-slack-bolt-"  # Bolt's own switches (lazy listeners): never from a client
 
 
-def slack_client(token: str, api_url: str | None = None) -> AsyncWebClient:
-    """A Web API client that retries 429 (honouring Retry-After), 5xx and dropped connections."""
+def slack_client(
+    token: str, api_url: str | None = None, counted: CallRecorder | None = None
+) -> AsyncWebClient:
+    """A Web API client that retries 429 (honouring Retry-After), 5xx and dropped connections;
+    with `counted`, each attempt is told to it (the metrics, adapters/slack/metered.py)."""
+    counting = [CountedSlackCalls(counted)] if counted is not None else []
     return AsyncWebClient(
         token=token,
         base_url=api_url or SLACK_API_URL,
         retry_handlers=[
+            *counting,
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
             AsyncServerErrorRetryHandler(max_retry_count=2),
             AsyncConnectionErrorRetryHandler(max_retry_count=2),
@@ -102,10 +108,12 @@ class SlackAdapter:
         router: Router,
         grants: Grants | None = None,
         copies: CopyRefs | None = None,
+        trace_configs: Sequence[aiohttp.TraceConfig] = (),
     ) -> None:
         """`router` answers every click, submission and thread reply (one for all surfaces);
         `grants` are listed and revoked with /hitl; `copies` keeps where a request's copies
-        (a policy's `deliver`) were posted."""
+        (a policy's `deliver`) were posted; `trace_configs` trace the Web API calls
+        (adapters/tracing.py)."""
         self.client = client
         self.store = store
         self.router = router
@@ -115,6 +123,7 @@ class SlackAdapter:
         )
         self.bot_user_id = ""
         self._own_session = False
+        self._trace_configs = list(trace_configs)
         self._work: set[asyncio.Task[None]] = set()
         # process_before_response: Bolt answers Slack when the listener returns (instead of
         # polling for the ack), so our listeners ack and hand everything slow to `_later`.
@@ -213,7 +222,7 @@ class SlackAdapter:
         are ignored, its mention stripped. Then apply the clicks that were acked and left
         unhandled (a worker died in between), and keep watching for such (bot/durable/inbox.py)."""
         if self.client.session is None:
-            self.client.session = aiohttp.ClientSession()
+            self.client.session = aiohttp.ClientSession(trace_configs=self._trace_configs)
             self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])

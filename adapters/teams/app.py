@@ -38,6 +38,7 @@ from adapters.teams.connector import Connector
 from adapters.teams.conversations import COMMAND, TeamsConversations
 from adapters.teams.http_adapter import AiohttpAdapter, close_app, connector_client, new_app
 from adapters.teams.invokes import Invokes
+from adapters.teams.metered import CallRecorder, CountedConnectorCalls
 from adapters.teams.surface import People, TeamsSurface
 from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
@@ -74,11 +75,13 @@ class TeamsAdapter:
         router: Router | None = None,
         grants: Grants | None = None,
         copies: CopyRefs | None = None,
+        counted: CallRecorder | None = None,
     ) -> None:
         """`router` decides every answer (one per service, shared by its surfaces); without
         one, the adapter builds its own from the store, the bridge, the policy and the tools.
         `grants` are listed and revoked with `@bridge hitl grants` (bot/commands/);
-        `copies` keeps where a request's copies (a policy's `deliver`) were posted."""
+        `copies` keeps where a request's copies (a policy's `deliver`) were posted; `counted`
+        is told of each Bot Connector attempt (the metrics, adapters/teams/metered.py)."""
         self.config = config
         self.http = AiohttpAdapter()
         # Explicit values only: with credentials, activities are always verified.
@@ -92,6 +95,8 @@ class TeamsAdapter:
             cloud=cloud,
             client=ClientOptions(timeout=CONNECTOR_TIMEOUT),
         )
+        if counted is not None:  # before any connector client is cloned from it
+            self.app.http_client.use(CountedConnectorCalls(counted))
         if not config.authenticated and self.app.credentials is not None:
             raise ConfigurationError(SDK_CREDENTIALS_FOUND)
         # The SDK's token rules for the App's cloud (`cloud`, or the SDK's CLOUD variable).

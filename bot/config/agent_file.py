@@ -19,6 +19,9 @@ tools:
     grant_scope: [env]            # a grant covers only calls with the same values of these
   - python: mypackage.tools:restart_service   # a sync or async callable
     approval: true
+  - a2a:                          # a remote A2A agent: each of its skills is a tool
+      url: https://agents.example/deployer   # where its AgentCard is served
+      headers: {Authorization: "Bearer ${DEPLOYER_TOKEN}"}
 ```
 
 `${NAME}` in an `env` or `headers` value is the environment variable NAME (a token kept out of
@@ -119,6 +122,20 @@ class McpServerConfig(_Strict):
         return str(self.url)
 
 
+class A2aAgentConfig(_Strict):
+    """A remote A2A agent: its AgentCard is read from `url`; `headers` go on every call."""
+
+    url: Annotated[str, Field(pattern=r"^https?://\S+$")]
+    headers: Annotated[dict[str, Expanded], Field(repr=False)] = {}  # may hold secrets
+    name: Annotated[str | None, Field(min_length=1, max_length=100)] = None
+    # how long a call may take, not counting the time a person takes to answer its questions
+    call_timeout_seconds: Annotated[float, Field(gt=0, le=24 * 3600)] = 300.0
+
+    @property
+    def label(self) -> str:
+        return self.name or self.url
+
+
 def _approval(value: Any) -> Any:
     """`approval: true` (all), a list of names, one name, or absent/false (none)."""
     if value is None or value is False:
@@ -177,6 +194,14 @@ class PythonSourceConfig(_Source):
         return f"Python tool `{self.python}`"
 
 
+class A2aSourceConfig(_Source):
+    a2a: A2aAgentConfig
+
+    @property
+    def label(self) -> str:
+        return f"A2A agent `{self.a2a.label}`"
+
+
 def _source_kind(value: Any) -> str | None:
     """The union's tag (pydantic puts it in an error's location; it is no key of the file)."""
     if isinstance(value, Mapping):
@@ -184,20 +209,30 @@ def _source_kind(value: Any) -> str | None:
             return _MCP
         if "python" in value:
             return _PYTHON
-    elif isinstance(value, _Source):
-        return _MCP if isinstance(value, McpSourceConfig) else _PYTHON
+        if "a2a" in value:
+            return _A2A
+    elif isinstance(value, McpSourceConfig):
+        return _MCP
+    elif isinstance(value, PythonSourceConfig):
+        return _PYTHON
+    elif isinstance(value, A2aSourceConfig):
+        return _A2A
     return None
 
 
-_MCP, _PYTHON = "<mcp source>", "<python source>"
+_MCP, _PYTHON, _A2A = "<mcp source>", "<python source>", "<a2a source>"
 
 
 ToolSourceConfig = Annotated[
-    Annotated[McpSourceConfig, Tag(_MCP)] | Annotated[PythonSourceConfig, Tag(_PYTHON)],
+    Annotated[McpSourceConfig, Tag(_MCP)]
+    | Annotated[PythonSourceConfig, Tag(_PYTHON)]
+    | Annotated[A2aSourceConfig, Tag(_A2A)],
     Discriminator(
         _source_kind,
         custom_error_type="tool_source",
-        custom_error_message="a tool source is a mapping with an `mcp:` or a `python:` key",
+        custom_error_message=(
+            "a tool source is a mapping with an `mcp:`, a `python:` or an `a2a:` key"
+        ),
     ),
 ]
 

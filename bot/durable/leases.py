@@ -72,9 +72,15 @@ class RunLeases:
         self.worker_id = worker_id or worker_name()
         self.lease_seconds = lease_seconds
         self._held = 0
+        self.adopted = 0  # lapsed runs of other workers this worker took over (its metrics)
         self._renewer: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._failures = RepeatedFailures(log)
+
+    @property
+    def held(self) -> int:
+        """The runs this worker holds now (the leases it renews)."""
+        return self._held
 
     def _lease_until(self) -> datetime:
         return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
@@ -101,6 +107,7 @@ class RunLeases:
         )
         if won:
             self._held += 1
+            self.adopted += 1
         return won
 
     async def take_over(self, room_id: str, channel_id: str) -> bool:

@@ -256,6 +256,40 @@ class Router:
             return Invalid(record, control.form, field_errors(answer.errors, control.form))
         return await self._settle(record, interaction, answer, None)
 
+    async def submit_answer(self, interaction: Interaction, answer: str) -> Outcome:
+        """A whole answer, as JSON, from a protocol that carries answers rather than clicks
+        (AG-UI's resume): the same checks as a click (the request is open, this person may
+        answer it) and the tool's answer model validates it (`Invalid` and nothing settled
+        otherwise). A request decided by votes takes clicks only."""
+        record = await self.load(interaction.request_id)
+        if record is None:
+            return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
+        if record.status is not RequestStatus.PENDING:
+            await self._catch_up(record)
+            return Refused(Refusal.SETTLED, wording.already_settled(record), record)
+        verdict = await self.verdict(record, interaction.user_id, interaction.aliases)
+        if not verdict.allowed:
+            await self._audit_refusal(record, interaction)
+            assert verdict.notice is not None
+            return Refused(Refusal.NOT_YOURS, verdict.notice, record)
+        if self.voting_rule(record) is not None:
+            return Refused(Refusal.UNFIT, wording.VOTES_DECIDE, record)
+        tool = self.tools.get(record.tool_name)
+        kind = kind_of(record.tool_name, tool)
+        try:
+            payload = json.loads(answer)
+        except ValueError:
+            payload = answer
+        problems = kind.check(payload, record.arguments) if kind.check is not None else {}
+        if problems:
+            return Invalid(record, None, problems)
+        if tool is not None:
+            try:
+                answer = tool.parse_answer(record.arguments, answer)
+            except AnswerInvalidError as err:
+                return Invalid(record, None, err.fields or {"": str(err)})
+        return await self._settle(record, interaction, answer, None)
+
     async def cancel(self, request_id: str, by: str, reason: str) -> Outcome:
         """An admin withdraws an open request (`by` was checked to be one): it settles as
         cancelled, its message says so with the reason, its waiter (the model) reads

@@ -58,6 +58,7 @@ class Executor:
             self._pg = PostgresConnections(engine, LANE_CONNECTIONS)
         self._closed = False
         self._in_flight: set[asyncio.Task[Any]] = set()
+        self._outage_watchers: list[Callable[[str], None]] = []
 
     @property
     def postgres(self) -> bool:
@@ -132,6 +133,16 @@ class Executor:
 
         return unwatch
 
+    def watch_outages(self, seen: Callable[[str], None]) -> Callable[[], None]:
+        """Call `seen` with the driver's first line of every call that failed as an outage
+        (StoreUnavailableError: the metrics count them); returns what stops it."""
+        self._outage_watchers.append(seen)
+        return lambda: self._outage_watchers.remove(seen)
+
+    def _told(self, line: str) -> None:
+        for seen in list(self._outage_watchers):
+            seen(line)
+
     async def close(self) -> None:
         """Refuse new calls, let those in flight finish (their callers may be gone)."""
         self._closed = True
@@ -164,7 +175,7 @@ class Executor:
         self.check_open()
         if kwargs:
             body = functools.partial(body, **kwargs)
-        with _outages():
+        with _outages(self._told):
             result: T = await self._sqlite.run(writer, body, *args)
         return result
 
@@ -199,19 +210,22 @@ class Executor:
         task = asyncio.ensure_future(work)
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
-        with _outages():
+        with _outages(self._told):
             return await asyncio.shield(task)
 
 
 @contextlib.contextmanager
-def _outages() -> Iterator[None]:
-    """A database error that means an outage reaches the caller as StoreUnavailableError."""
+def _outages(told: Callable[[str], None]) -> Iterator[None]:
+    """A database error that means an outage reaches the caller as StoreUnavailableError
+    (and is `told`)."""
     try:
         yield
     except (DBAPIError, OSError) as err:
         if not unavailable(err):
             raise
-        raise StoreUnavailableError(first_line(err)) from err
+        line = first_line(err)
+        told(line)
+        raise StoreUnavailableError(line) from err
 
 
 def _in_transaction(

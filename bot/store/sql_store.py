@@ -101,6 +101,10 @@ class SqlStore:
         (Executor.watch); returns what stops it."""
         return self._executor.watch(seen)
 
+    def watch_outages(self, seen: Callable[[str], None]) -> Callable[[], None]:
+        """Call `seen` with each call that failed as an outage (Executor.watch_outages)."""
+        return self._executor.watch_outages(seen)
+
     # -- requests ---------------------------------------------------------------------------
 
     async def create_request(self, record: RequestRecord, *, holder: str | None = None) -> None:

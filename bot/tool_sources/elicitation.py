@@ -1,4 +1,5 @@
-"""An MCP server asks for input during a tool call: the turn's person is asked with a form.
+"""A tool's source asks for input during a call (an MCP server's elicitation, a remote A2A
+agent's `input-required`): the turn's person is asked with a form, a link or a question.
 
 The MCP client (bot/tool_sources/mcp_tools.py) hands each `elicitation/create` here in protocol-free
 terms; this module makes it a request of the `elicitInput` tool for the actor of the call that
@@ -22,8 +23,9 @@ from typing import Any, Literal
 from bot.errors import HumanInputRejectedError
 from bot.human_input import HumanInputHandler
 from bot.human_tools.elicitation import ElicitInputArgs
+from bot.human_tools.models import AskUserQuestionArgs
 from bot.tools.context import ToolCallContext
-from bot.words.tool_names import ELICIT_INPUT
+from bot.words.tool_names import ASK_USER_QUESTION, ELICIT_INPUT
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
@@ -54,13 +56,34 @@ class HumanElicitation:
 
     async def ask(self, context: ToolCallContext | None, request: ElicitInputArgs) -> ElicitOutcome:
         """The person's response; `cancel` when there is no one to ask or no answer came."""
-        if context is None or not context.room_id:
-            log.warning("%s asked for input outside a conversation: cancelled", request.server)
-            return CANCEL
         arguments = request.model_dump(mode="json", exclude_none=True)
+        answer = await self._asked(context, ELICIT_INPUT, arguments, request.server)
+        if isinstance(answer, ElicitOutcome):
+            return answer
+        return ElicitOutcome("accept", _values(answer) if request.mode == "form" else None)
+
+    async def ask_question(
+        self, context: ToolCallContext | None, question: str, asker: str
+    ) -> ElicitOutcome:
+        """A question in the words of `asker` (a remote agent), answered in the conversation:
+        `accept` with `{"answer": ...}`."""
+        arguments = AskUserQuestionArgs(question=question).model_dump(mode="json")
+        answer = await self._asked(context, ASK_USER_QUESTION, arguments, asker)
+        if isinstance(answer, ElicitOutcome):
+            return answer
+        # The answer as the person wrote it; through a door, its answer model's JSON.
+        return ElicitOutcome("accept", {"answer": _values(answer).get("answer", answer)})
+
+    async def _asked(
+        self, context: ToolCallContext | None, tool: str, arguments: dict[str, Any], asker: str
+    ) -> str | ElicitOutcome:
+        """The answer of the call's actor to a request of `tool`, else decline or cancel."""
+        if context is None or not context.room_id:
+            log.warning("%s asked for input outside a conversation: cancelled", asker)
+            return CANCEL
         try:
             pending = await self.handler.create(
-                ELICIT_INPUT,
+                tool,
                 arguments,
                 room_id=context.room_id,
                 # Its own id: the call's id belongs to the call (a resumed human tool, a gate).
@@ -70,15 +93,14 @@ class HumanElicitation:
                 actor_id=context.actor_id,
                 timeout=self.timeout,
             )
-            answer = await self.handler.wait(pending.pending_id, timeout=self.timeout)
+            return await self.handler.wait(pending.pending_id, timeout=self.timeout)
         except HumanInputRejectedError:
             return DECLINE
         except asyncio.CancelledError:
             raise
         except Exception as err:  # withdrawn, expired, undeliverable: nobody chose
-            log.info("elicitation by %s ended without an answer: %s", request.server, err)
+            log.info("input asked by %s ended without an answer: %s", asker, err)
             return CANCEL
-        return ElicitOutcome("accept", _values(answer) if request.mode == "form" else None)
 
 
 def _values(answer: str) -> dict[str, Any]:

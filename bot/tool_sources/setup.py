@@ -22,7 +22,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.config.agent_file import AgentConfig, McpSourceConfig, PythonSourceConfig
+from bot.config.agent_file import (
+    A2aSourceConfig,
+    AgentConfig,
+    McpSourceConfig,
+    PythonSourceConfig,
+)
 from bot.errors import UnservedToolCallError
 from bot.gates.grants import GRANT_SECONDS
 from bot.human_tools.tool import BUILTIN_TOOLS
@@ -75,6 +80,11 @@ class AgentTools:
         for index, source in enumerate(config.tools):
             if isinstance(source, PythonSourceConfig):
                 sources.append(PythonToolSource.load(config, index))
+            elif isinstance(source, A2aSourceConfig):
+                # The A2A SDK only for a file that lists remote agents.
+                from bot.tool_sources.a2a_tools import A2aAgentSource
+
+                sources.append(A2aAgentSource(source.a2a, elicitation=elicitation))
             else:
                 assert isinstance(source, McpSourceConfig)
                 # The MCP SDK (seconds to import) only for a file that lists MCP servers.

@@ -64,7 +64,7 @@ async def test_serve_logs_its_start_and_each_request_at_info(sqlite: Cluster) ->
     assert re.search(
         r" INFO adapters\.serve: hitl-bridge serving on http://127\.0\.0\.1:\d+ "
         r"\(version [\w.]+; Slack \(HTTP /slack/events\); "
-        r"doors: API /api/v1, MCP /mcp, admin console /admin; "
+        r"doors: API /api/v1, MCP /mcp, A2A /a2a, admin console /admin; "
         rf"database {re.escape(c.db_url)}; worker \S+:{worker.pid}:\S+\)$",
         start,
     ), start
@@ -182,7 +182,7 @@ async def test_no_secret_token_or_signature_reaches_a_log_line(
     (start,) = [r for r in records if r["message"].startswith("hitl-bridge serving on")]
     assert start["url"] == worker.url and start["database"] == c.db_url
     assert start["surfaces"] == ["Slack (HTTP /slack/events)"] and start["worker"]
-    assert start["doors"] == ["API /api/v1", "MCP /mcp", "admin console /admin"]
+    assert start["doors"] == ["API /api/v1", "MCP /mcp", "A2A /a2a", "admin console /admin"]
     said = [r for r in records if r.get("request_id") == request_id]
     assert [(r["level"], r["tool"], r["outcome"]) for r in said] == [
         ("INFO", "requestApproval", "asked"), ("INFO", "requestApproval", "answered")]  # fmt: skip

@@ -353,6 +353,7 @@ class FakeSlack:
         self.usergroups: dict[str, list[str]] = {}  # user group id -> its members' user ids
         self.files: dict[str, JSON] = {}
         self.calls: list[tuple[str, JSON]] = []
+        self.traceparents: list[tuple[str, str | None]] = []  # each call's W3C trace context
         self.ephemerals: list[JSON] = []
         self.views: dict[str, JSON] = {}
         self.homes: dict[str, JSON] = {}  # user id -> their App Home view (views.publish)
@@ -573,6 +574,7 @@ class FakeSlack:
         auth = request.headers.get("Authorization", "")
         token = args.pop("token", None) or auth.removeprefix("Bearer ").strip() or None
         self.calls.append((method, args))
+        self.traceparents.append((method, request.headers.get("traceparent")))
         await self._held(method, args)
         headers: dict[str, str] = {}
         try:

@@ -19,10 +19,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.api.callback_urls import CheckedResolver, RefusedUrl, check_url
 from adapters.api.webhook_traffic import Limits
 from adapters.api.webhooks import Webhooks
+from adapters.tracing import Tracing
 from bot.records import Asked, AuditEntry
 from bot.store import SqlStore, open_store
 from bot.store.webhooks import WebhookDelivery, WebhookTables
@@ -452,3 +454,24 @@ async def test_the_resolver_refuses_a_name_resolving_to_a_private_address() -> N
     with pytest.raises(RefusedUrl, match=r"localhost resolves to .*, a loopback address"):
         await CheckedResolver(allow_private=False).resolve("localhost", 80)
     assert await CheckedResolver(allow_private=True).resolve("localhost", 80)
+
+
+async def test_a_traced_attempt_sends_its_traceparent_and_is_a_client_span(
+    store: SqlStore, receiver: Receiver, make: Make
+) -> None:
+    exporter = InMemorySpanExporter()
+    tracing = Tracing(exporter, worker="w", batch=False)
+    webhooks = make(trace_configs=[tracing.client_trace()])
+    await webhooks.start()
+    await webhooks.enqueue(BODY, asked(receiver.url))
+    await finished(store)
+    (got,) = receiver.got
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "POST 127.0.0.1/hook"]
+    assert span.context is not None and span.attributes is not None
+    assert got.headers["traceparent"].split("-")[1:3] == [
+        f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}",
+    ]  # fmt: skip
+    assert span.attributes["http.response.status_code"] == 204
+    assert span.attributes["url.full"] == f"{receiver.base}/hook"  # no query: it may hold secrets
+    assert signed(got)  # the header is not part of what is signed
+    await tracing.close()

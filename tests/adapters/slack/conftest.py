@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.serve import Server
+from adapters.serve import Server, TracingFor
 from adapters.settings import Settings
 from bot.records import RequestRecord
 from bot.store import SqlStore, upgrade
@@ -234,7 +234,7 @@ async def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
         monkeypatch.setenv("HITL_SLACK_SCHEMA_DIR", str(schemas))
     async with AsyncExitStack() as stack:
 
-        async def start(**overrides: Any) -> Env:
+        async def start(*, tracing_for: TracingFor | None = None, **overrides: Any) -> Env:
             slack = await stack.enter_async_context(
                 FakeSlack(users={ALICE: "alice", STRANGER: "mallory", ADMIN: "admin"})
             )
@@ -256,7 +256,10 @@ async def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
                 **overrides,
             }
             settings = Settings(_env_file=None, **values)
-            server = await Server.start(settings)
+            if tracing_for is None:
+                server = await Server.start(settings)
+            else:  # a test's own exporter
+                server = await Server.start(settings, tracing_for=tracing_for)
             stack.push_async_callback(server.stop)
             return Env(server=server, slack=slack, model=model, http=http)
 

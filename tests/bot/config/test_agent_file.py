@@ -97,9 +97,8 @@ def test_a_missing_key(tmp_path: Path) -> None:
 
 def test_a_tool_source_of_no_known_kind(tmp_path: Path) -> None:
     path = written(tmp_path, "tools:\n  - approval: true\n    shell: ./deploy.sh\n")
-    assert error_of(path) == (
-        f"{path}:2: tools[0]: a tool source is a mapping with an `mcp:` or a `python:` key"
-    )
+    kinds = "an `mcp:`, a `python:` or an `a2a:` key"
+    assert error_of(path) == f"{path}:2: tools[0]: a tool source is a mapping with {kinds}"
 
 
 def test_a_wrong_type(tmp_path: Path) -> None:

@@ -81,3 +81,19 @@ async def test_take_over_takes_an_open_run_from_a_live_holder_and_only_an_open_o
     assert not await restarted.take_over("console:ann", "console")  # idle: nothing to resume
     assert not await restarted.take_over("console:bob", "console")  # never run
     await store.close()
+
+
+async def test_held_and_adopted_count_what_the_metrics_read(sqlite_url: str) -> None:
+    """`held` the runs a worker renews now; `adopted` the lapsed runs it took over."""
+    store = await open_store(sqlite_url)
+    gone = RunLeases(store, worker_id="gone", lease_seconds=0.001)
+    alive = RunLeases(store, worker_id="alive", lease_seconds=3600.0)
+    assert await gone.acquire("room-1", "agent", "ann", patience=0)
+    assert (gone.held, gone.adopted) == (1, 0)
+    await asyncio.sleep(0.01)  # the lease lapses: it is what is tested, not a wait for work
+    [orphan] = await alive.orphans()
+    assert await alive.adopt(orphan)
+    assert (alive.held, alive.adopted) == (1, 1)
+    await alive.finish("room-1", "agent")
+    assert (alive.held, alive.adopted) == (0, 1)
+    await store.close()

@@ -267,3 +267,32 @@ async def test_an_answer_the_database_cannot_take_is_not_taken(
         await read_only.close()
     record = await store.get_request(pending.pending_id)
     assert record is not None and record.status is RequestStatus.PENDING
+
+
+# -- a whole answer (AG-UI's resume): Router.submit_answer -------------------------------------
+
+
+async def test_a_whole_answer_is_validated_then_settles(
+    human: HumanInputToolHandler, router: Router
+) -> None:
+    request_id = await _ask(human, "selectOption", {"question": "Which?", "options": ["a", "b"]})
+    given = Interaction(request_id, ACTOR, Verb.SUBMIT, surface="ag-ui")
+    wrong = await router.submit_answer(given, '{"selectedIndex": 5, "selectedValue": "z"}')
+    assert isinstance(wrong, Invalid) and wrong.errors
+    assert request_id in human.handler.pending  # nothing settled
+    right = await router.submit_answer(given, '{"selectedIndex": 1, "selectedValue": "b"}')
+    assert isinstance(right, Settled) and right.record.settled_by == ACTOR
+    answer = await human.handler.wait(request_id, timeout=2)
+    assert json.loads(answer) == {"selectedIndex": 1, "selectedValue": "b"}
+    again = await router.submit_answer(given, '{"selectedIndex": 0, "selectedValue": "a"}')
+    assert isinstance(again, Refused) and again.reason is Refusal.SETTLED
+
+
+async def test_a_whole_answer_from_a_stranger_is_refused(
+    human: HumanInputToolHandler, router: Router
+) -> None:
+    request_id = await _ask(human, "requestApproval", APPROVAL)
+    given = Interaction(request_id, STRANGER, Verb.SUBMIT, surface="ag-ui")
+    outcome = await router.submit_answer(given, '{"approved": true}')
+    assert isinstance(outcome, Refused) and outcome.reason is Refusal.NOT_YOURS
+    assert request_id in human.handler.pending

@@ -1,0 +1,83 @@
+"""The A2A routes, the `a2a-sdk` loaded once `serve` is ready rather than before (as the MCP
+door's, adapters/mcp/loading.py: the SDK, protobuf and Starlette take a while to import, and
+Slack's clicks need none of them). The routes are mounted at once; a call that arrives before
+the SDK is in waits for it."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from bot.doors.service import Doors
+from bot.doors.tokens import Tokens
+
+if TYPE_CHECKING:
+    from adapters.a2a.server import A2aDoor
+
+log = logging.getLogger(__name__)
+
+PATH = "/a2a"
+CARD_PATH = "/.well-known/agent-card.json"
+SERVER_MODULE = "adapters.a2a.server"
+
+
+class LoadingA2aDoor:
+    """`mount`, then `start` (which returns at once, the loading under way)."""
+
+    def __init__(self, doors: Doors, tokens: Tokens, *, public_url: str | None = None) -> None:
+        self._doors, self._tokens, self._public_url = doors, tokens, public_url
+        self._loading: asyncio.Task[A2aDoor] | None = None
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_get(CARD_PATH, self.card)
+        app.router.add_post(PATH, self.handle)
+        for method in ("GET", "POST"):
+            app.router.add_route(method, PATH + "/rest/{tail:.+}", self.handle)
+
+    async def start(self) -> None:
+        if self._loading is None:
+            self._loading = asyncio.create_task(self._load(), name="hitl-a2a-load")
+
+    async def loaded(self) -> A2aDoor:
+        await self.start()
+        assert self._loading is not None
+        return await asyncio.shield(self._loading)
+
+    async def card(self, request: web.Request) -> web.StreamResponse:
+        door = await self._door()
+        return await door.card(request) if door is not None else _unavailable()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        door = await self._door()
+        return await door.handle(request) if door is not None else _unavailable()
+
+    async def _door(self) -> A2aDoor | None:
+        try:
+            return await self.loaded()
+        except Exception as err:  # said once, by _load; each call after is told in a 503
+            log.debug("A2A: not running: %s", err)
+            return None
+
+    async def _load(self) -> A2aDoor:
+        try:
+            server = await asyncio.to_thread(importlib.import_module, SERVER_MODULE)
+        except Exception as err:  # a deadlock between import locks: once more, on the loop
+            log.info("A2A: the SDK's import in a thread failed (%s); importing it here", err)
+            server = None
+        try:
+            if server is None:
+                server = importlib.import_module(SERVER_MODULE)
+            door: A2aDoor = server.A2aDoor(self._doors, self._tokens, public_url=self._public_url)
+        except Exception as err:
+            log.error("A2A: the door did not start, /a2a answers 503: %s", err)
+            raise
+        return door
+
+
+def _unavailable() -> web.Response:
+    body = {"error": {"code": 503, "status": "UNAVAILABLE", "message": "A2A is not running"}}
+    return web.json_response(body, status=503)

@@ -1,0 +1,160 @@
+"""The A2A door of `serve`: JSON-RPC at /a2a and HTTP+JSON under /a2a/rest, as the `a2a-sdk`
+serves them (its Starlette routes, bridged onto our aiohttp by adapters/mcp/asgi.py), and the
+AgentCard at /.well-known/agent-card.json (public, as discovery needs).
+
+Each call is authenticated first, from its headers alone (a bearer token of
+bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), its
+body then read up to `MAX_BODY` (413 beyond), refused if it nests deeper than `MAX_DEPTH`, and
+handed to the SDK with the token's name, which every method acts as (adapters/a2a/handler.py).
+The SDK checks the `A2A-Version` header (1.x), parses the body and answers a malformed one with
+one A2A error; what it logs of a client's error stays one line (`_OneLine`), no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from aiohttp import web
+from starlette.applications import Starlette
+from starlette.requests import Request
+
+from adapters.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
+from adapters.a2a.handler import GONE, REQUESTER, PersonHandler
+from adapters.http_limits import (
+    LOG_EVERY,
+    BodyTooLarge,
+    Throttled,
+    one_line,
+    read_body,
+    too_deep,
+)
+from adapters.mcp.asgi import AsgiApp, AsgiScope, Message, Receive, Send, serve_asgi
+from bot.doors.service import Doors
+from bot.doors.tokens import Tokens, bearer
+from bot.records import StoreUnavailableError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 256 * 1024  # bytes, as the HTTP API's: a request's arguments are a form's worth
+MAX_DEPTH = 32  # nesting of the JSON body: a message's form fields sit about ten deep
+CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+
+
+class _OneLine(logging.Filter):
+    """The SDK logs a body it cannot parse with its traceback: the line is kept, not that."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+for _name in ("jsonrpc_dispatcher", "rest_dispatcher"):
+    logging.getLogger(f"a2a.server.routes.{_name}").addFilter(_OneLine())
+logging.getLogger("a2a.utils.error_handlers").addFilter(_OneLine())
+
+
+class _Context(DefaultServerCallContextBuilder):
+    """The SDK's call context, with who asks and whether they are still there (put in the
+    scope by `A2aDoor.handle`)."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[REQUESTER] = request.scope.get(REQUESTER)
+        context.state[GONE] = request.scope.get(GONE)
+        return context
+
+
+class A2aDoor:
+    """The A2A routes (see the module's docstring)."""
+
+    def __init__(self, doors: Doors, tokens: Tokens, *, public_url: str | None = None) -> None:
+        self.tokens = tokens
+        self.public_url = public_url.rstrip("/") if public_url else None
+        handler, context = PersonHandler(doors), _Context()
+        routes = [
+            *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
+            *create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),
+        ]
+        self.app: AsgiApp = _no_500(Starlette(routes=routes))
+        self._refusals = Throttled(log, LOG_EVERY)
+
+    async def card(self, request: web.Request) -> web.Response:
+        base = self.public_url or f"{request.scheme}://{request.host}"
+        return web.json_response(agent_card_to_dict(agent_card(base)))
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        presented = bearer(request.headers.get("Authorization"))
+        try:
+            token = await self.tokens.check(presented) if presented is not None else None
+        except StoreUnavailableError as err:
+            log.warning("A2A: the store is unavailable: %s", err)
+            return _error(503, "UNAVAILABLE", "the bridge cannot reach its database now")
+        if token is None:
+            self._refusals.log(
+                "A2A: refused a request without a valid token (%s %s from %s)",
+                request.method, one_line(request.path, 100), request.remote,
+            )  # fmt: skip
+            refused = _error(401, "UNAUTHENTICATED", "a valid bearer token is needed")
+            refused.headers["WWW-Authenticate"] = 'Bearer realm="hitl-bridge"'
+            return refused
+        try:
+            body = await read_body(request, MAX_BODY)
+        except BodyTooLarge:
+            return _error(413, "INVALID_ARGUMENT", f"the body is over {MAX_BODY} bytes")
+        if _too_deep(body):  # the SDK's JSON reading would overflow, with a traceback
+            why = f"the body nests deeper than {MAX_DEPTH}"
+            if request.path == JSONRPC_PATH:
+                rpc = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": why}}
+                return web.json_response(rpc)
+            return _error(400, "INVALID_ARGUMENT", why)
+        extra = {REQUESTER: token.name, GONE: lambda: _gone(request)}
+        return await serve_asgi(self.app, request, extra, body)
+
+
+def _no_500(app: AsgiApp) -> AsgiApp:
+    """`app`, its 500s sent as 503: the SDK answers what its handler raised unexpectedly (here
+    only a store outage, as an InternalError) with 500, and nothing of ours answers 500: the
+    client may try again."""
+
+    async def served(scope: AsgiScope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 500:
+                message = {**message, "status": 503}
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return served
+
+
+def _too_deep(body: bytes) -> bool:
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:  # not JSON: the SDK says so in its binding's words
+        return False
+    return too_deep(value, MAX_DEPTH)
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    """An error in the HTTP+JSON binding's shape (google.rpc.Status), which JSON-RPC clients
+    read by its HTTP status."""
+    body: Mapping[str, Any] = {"error": {"code": status, "status": code, "message": message}}
+    return web.json_response(body, status=status)
