@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from adapters.audit_commands import add_audit_parser, run_audit
+from adapters.log_format import TEXT, TEXT_LINE, use_log_format
 from adapters.startup import CONFIGURATION, StartupError, database_step, explain
 from adapters.terminal import safe
 from bot import ConfigurationError
 from bot.records import Grant, StoreUnavailableError
-from bot.words.visible_text import VisibleLogText
 
 # Each command imports what it runs in its own branch of `_run`: `--help` and a command that
 # never runs an agent or serves do not pay for the SDKs (seconds each; bench/startup.py).
@@ -159,10 +159,8 @@ class _NotOurMistake(logging.Filter):
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # a model's or client's words quoted in a line
-        if not any(isinstance(f, VisibleLogText) for f in handler.filters):
-            handler.addFilter(VisibleLogText())
+    logging.basicConfig(level=level, format=TEXT_LINE)
+    use_log_format(TEXT)  # escaped lines; HITL_LOG_FORMAT applies once the settings are read
     bolt = logging.getLogger("slack_bolt.AsyncApp")
     if not any(isinstance(f, _NotOurMistake) for f in bolt.filters):
         bolt.addFilter(_NotOurMistake())
@@ -175,7 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_stdio_proxy(*proxy_target(args.url, args.token, os.environ)))
         from adapters.settings import Settings
 
-        return asyncio.run(_run(args, Settings()))
+        settings = Settings()
+        use_log_format(settings.log_format)  # HITL_LOG_FORMAT
+        return asyncio.run(_run(args, settings))
     except KeyboardInterrupt:
         return 130
     except Exception as err:

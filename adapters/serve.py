@@ -9,6 +9,7 @@ import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -381,8 +382,8 @@ class Server:
         host, port = self.runner.addresses[0][:2]
         return f"http://{host}:{port}"
 
-    def serving_line(self) -> str:
-        """What is served where, in one line: the surfaces, the doors, the address, the
+    def serving_fields(self) -> dict[str, str | list[str]]:
+        """What is served where: the version, the address, the surfaces, the doors, the
         database (its password as ***) and this worker's name. No secret is in it."""
         service = self.service
         surfaces = []
@@ -399,10 +400,19 @@ class Server:
         runs = service.bridge.runs
         if self.metrics_url is not None:
             doors.append(f"metrics {self.metrics_url}")
+        return {
+            "version": _version(), "url": self.url, "surfaces": surfaces, "doors": doors,
+            "database": shown_url(self.settings.database_url),
+            "worker": runs.worker_id if runs is not None else "unnamed",
+        }  # fmt: skip
+
+    def serving_line(self) -> str:
+        """The start's line: `serving_fields` said in words."""
+        said = self.serving_fields()
         return (
-            f"hitl-bridge serving on {self.url} ({', '.join(surfaces)}; doors: "
-            f"{', '.join(doors) or 'none'}; database {shown_url(self.settings.database_url)}; "
-            f"worker {runs.worker_id if runs is not None else 'unnamed'})"
+            f"hitl-bridge serving on {said['url']} (version {said['version']}; "
+            f"{', '.join(said['surfaces'])}; doors: {', '.join(said['doors']) or 'none'}; "
+            f"database {said['database']}; worker {said['worker']})"
         )
 
     async def stop(self) -> None:
@@ -440,7 +450,7 @@ async def serve(settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, server.stopping.set)
-    log.info("%s", server.serving_line())
+    log.info("%s", server.serving_line(), extra=server.serving_fields())
     try:
         await server.stopping.wait()
     finally:
@@ -449,6 +459,14 @@ async def serve(settings: Settings) -> int:
     if server.failure is not None:
         raise server.failure
     return 0
+
+
+def _version() -> str:
+    """This package's version (`0` when run from a checkout that is not installed)."""
+    try:
+        return metadata.version("hitl-bridge")
+    except metadata.PackageNotFoundError:
+        return "0"
 
 
 async def _freeze_once_loaded(service: Service) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from adapters.log_format import LOG_FORMATS, TEXT
 from bot import ConfigurationError
 from bot.doors.addresses import read_address
 
@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     # What `serve` logs of its own (a line at start, one per request asked and settled at
     # INFO); the libraries it uses log their warnings only. `--verbose` logs everything.
     log_level: str = Field("INFO", alias="HITL_LOG_LEVEL")
+    # How each line is written: text for people, or one JSON object a line (adapters/log_format.py).
+    log_format: str = Field(TEXT, alias="HITL_LOG_FORMAT")
     # Prometheus metrics (adapters/metrics.py) on their own port, never the public one: off
     # unless set; `9464` alone is 127.0.0.1:9464, `0.0.0.0:9464` exposes them to the network.
     metrics_address: str | None = Field(None, alias="HITL_METRICS_ADDRESS")
@@ -115,6 +117,14 @@ class Settings(BaseSettings):
         if level not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return level
+
+    @field_validator("log_format")
+    @classmethod
+    def _a_format(cls, value: str) -> str:
+        kind = value.strip().lower()
+        if kind not in LOG_FORMATS:
+            raise ValueError(f"must be one of {', '.join(LOG_FORMATS)}")
+        return kind
 
     @field_validator("metrics_address")
     @classmethod
@@ -189,8 +199,10 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def shown_url(url: str) -> str:
-    """A database URL as it may be printed: its password, if any, as `***`."""
-    return re.sub(r"^([^:/]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """A database URL as it may be printed or logged: its password, if any, as `***`."""
+    from bot.store.engine import shown_url as store_shown_url  # SQLAlchemy: when needed only
+
+    return store_shown_url(url)
 
 
 def settings_problem(err: ValidationError) -> str:

@@ -297,7 +297,7 @@ class Bridge:
             if channel is None or not await runs.adopt(run):
                 continue
             taken += 1
-            log.warning("resuming the run of %s left by another worker", run.room_id)
+            log.info("resuming the run of %s left by another worker", run.room_id)
             on_text = self._speaker_for(run.room_id)
             self._spawn(channel.resume(run.room_id, actor_id=run.actor_id, on_text=on_text))
         return taken

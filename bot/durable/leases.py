@@ -158,7 +158,7 @@ class RunLeases:
                         "their leases lapse", self.worker_id, err)  # fmt: skip
             return
         if released:
-            log.warning("released %d run(s) for other workers to resume", released)
+            log.info("released %d run(s) for other workers to resume", released)
 
     async def stop(self) -> None:
         if self._renewer is not None:

@@ -439,7 +439,7 @@ class Router:
 
     async def _audit_refusal(self, record: RequestRecord, interaction: Interaction) -> None:
         if self.store is None:
-            log.warning("%s may not answer %s", interaction.user_id, record.id)
+            log.info("%s may not answer %s", interaction.user_id, record.id)
             return
         detail = {"name": interaction.name} if interaction.name else {}
         await record_refused_answer(

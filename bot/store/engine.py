@@ -13,6 +13,7 @@ from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
@@ -39,6 +40,22 @@ def async_url(url: str | URL) -> URL:
     parsed = make_url(url)
     driver = _ASYNC_DRIVERS.get(parsed.drivername)
     return parsed.set(drivername=driver) if driver else parsed
+
+
+def shown_url(url: str) -> str:
+    """`url` as it may be printed or logged: its password as `***`, in the user part or the
+    query (`?password=`), where SQLAlchemy reads it to connect; a URL it cannot read keeps
+    nothing of what comes before its host's last `@`."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        parsed = None
+    if parsed is None or "@" in (parsed.host or ""):  # an @ in the password, unescaped
+        scheme, sep, rest = url.partition("://")
+        return f"{scheme}{sep}***@{rest.rpartition('@')[2]}" if "@" in rest else url
+    if "password" in parsed.query:
+        parsed = parsed.update_query_dict({"password": "***"})
+    return parsed.render_as_string(hide_password=True)
 
 
 def is_sqlite(url: str | URL) -> bool:

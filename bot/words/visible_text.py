@@ -1,7 +1,7 @@
-"""Text the model or a client wrote, made fit for a person to read. Pure (but for the log filter).
+"""Text the model or a client wrote, made fit for a person to read. Pure.
 
-What someone else wrote reaches Slack, Teams, the console and the log. Two kinds of character
-in it act on the reader instead of being read:
+What someone else wrote reaches Slack, Teams and the console (the log lines escape it in their
+formatter). Two kinds of character in it act on the reader instead of being read:
 
 - control characters (C0 but newline and tab, DEL, C1): an ANSI escape recolours or clears a
   terminal, NUL and BEL do nothing visible or something unwanted. They are removed.
@@ -19,7 +19,6 @@ once, where every request is created (bot/human_input/handler.py), whichever doo
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -49,15 +48,3 @@ def visible_values(value: Any) -> Any:
     if isinstance(value, list):
         return [visible_values(item) for item in value]
     return value
-
-
-class VisibleLogText(logging.Filter):
-    """A handler's filter: each line it writes as `visible` makes it (a model's or a client's
-    words quoted in a log line can hold escapes that act on the terminal reading the log)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        shown = visible(message)
-        if shown != message:
-            record.msg, record.args = shown, None
-        return True

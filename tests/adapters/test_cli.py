@@ -297,6 +297,10 @@ def failing(case: str, tmp_path: Path, migrated: str, taken: int, closed: int) -
             ["serve"], serving(migrated, HITL_LOG_LEVEL="loud"), 2,
             ["HITL_LOG_LEVEL", "DEBUG, INFO, WARNING, ERROR"],
         ),
+        "log-format-unknown": (
+            ["serve"], serving(migrated, HITL_LOG_FORMAT="xml"), 2,
+            ["HITL_LOG_FORMAT", "must be one of text, json"],
+        ),
         "mcp-server-fails": (
             ["serve"], serving(migrated, HITL_AGENT_FILE=str(agent_file(
                 tmp_path / "fails.yaml", f"tools:\n  - mcp: {{command: {FAILING}, name: ops}}\n",
@@ -327,6 +331,7 @@ CASES = [
     "port-in-use", "slack-unreachable", "pending-unmigrated", "audit-unmigrated",
     "serve-unmigrated", "usage", "agent-file-wrong", "mcp-server-fails", "policy-file-bomb",
     "agent-file-bomb", "policy-file-too-big", "log-level-unknown",
+    "log-format-unknown",
 ]  # fmt: skip
 
 

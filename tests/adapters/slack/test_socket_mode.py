@@ -71,7 +71,7 @@ async def test_a_transient_failure_is_retried_until_it_connects(
     assert worker.alive
     assert "Traceback" not in worker.log()
     assert "Socket Mode: Slack answered" in worker.log()
-    assert "(Slack (Socket Mode); doors: " in worker.log()  # the start line says how
+    assert "; Slack (Socket Mode); doors: " in worker.log()  # the start line says how
 
 
 async def test_a_refusal_at_a_reconnection_stops_serve_in_one_line(slack: Cluster) -> None:

@@ -1,16 +1,14 @@
-"""bot/words/visible_text.py: control characters removed, bidi controls shown, marks kept; the
-log filter; and the labels the bridge's own prompts are named by when they expire."""
+"""bot/words/visible_text.py: control characters removed, bidi controls shown, marks kept; and the
+labels the bridge's own prompts are named by when they expire."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 
 from bot.human_input import timeout_message
 from bot.human_input.snapshots import ASKED_BY_THE_BRIDGE
 from bot.words.tool_names import ELICIT_INPUT, GATE_TOOL
-from bot.words.visible_text import VisibleLogText, visible, visible_values
+from bot.words.visible_text import visible, visible_values
 
 
 @pytest.mark.parametrize(
@@ -34,13 +32,6 @@ def test_visible_values_reach_every_string_and_key() -> None:
     value = {"a\x1b": ["x\u202e", {"k": "\x00v"}], "n": 1, "b": True, "none": None}
     assert visible_values(value) == {"a": ["x⟦U+202E⟧", {"k": "v"}], "n": 1, "b": True,
                                      "none": None}  # fmt: skip
-
-
-def test_the_log_filter_writes_lines_as_visible_makes_them() -> None:
-    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "asked %s", ("\x1b[2J\u202e",),
-                               None)  # fmt: skip
-    assert VisibleLogText().filter(record)
-    assert record.getMessage() == "asked [2J⟦U+202E⟧"
 
 
 def test_the_bridges_own_prompts_are_named_by_their_labels() -> None:
