@@ -213,11 +213,15 @@ export class HitlClient {
 
   /** Ask, wait, and return the answer read; the error of any other end. */
   async #answer<T extends Tool, R>(ask: asks.Ask<T, R>, to: string, options: AskOptions = {}): Promise<R> {
-    const info = await this.create(ask.tool, ask.arguments, to, options);
+    // The create is not aborted midway: its request may be made with its answer in flight,
+    // and only the answer says which request to withdraw.
+    const { signal: given, ...creating } = options;
+    const info = await this.create(ask.tool, ask.arguments, to, creating);
     try {
-      return ask.answer(await this.wait(info.id, signal(options.signal)));
+      given?.throwIfAborted();
+      return ask.answer(await this.wait(info.id, signal(given)));
     } catch (err) {
-      if (options.signal?.aborted) {
+      if (given?.aborted) {
         // Whoever waited gave up: withdraw the question rather than leave a person
         // answering it for nobody.
         await this.cancel(info.id, { signal: AbortSignal.timeout(WITHDRAW_WITHIN * 1000) }).catch(() => undefined);
