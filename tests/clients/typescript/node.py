@@ -92,6 +92,7 @@ class Person:
     worker: Worker
     seen: set[str] = field(default_factory=set)
     answered: list[str] = field(default_factory=list)  # the ids, in the order answered
+    views: int = 0  # the modals opened before the last click
 
     async def run(self) -> None:
         slack = self.cluster.slack
@@ -111,12 +112,12 @@ class Person:
                 await self.answer(message, record.tool_name, record.arguments)
             self.answered.append(request_id)
 
-    def _next(self) -> dict[str, Any] | None:
-        """The oldest live request message of the channel not yet seen."""
+    def _next(self) -> dict[str, Any]:
+        """The oldest live request message of the channel not yet seen ({} if none is)."""
         for message in self.cluster.slack.messages(CHANNEL):
             if has_actions(message) and request_id_of(message) not in self.seen:
                 return message
-        return None
+        return {}
 
     async def answer(self, message: dict[str, Any], tool: str, arguments: Any) -> None:
         if tool == "AskUserQuestion":
@@ -137,13 +138,13 @@ class Person:
             await self._click(message, "hitl_approve")
 
     async def _click(self, message: dict[str, Any], action_id: str) -> None:
-        self._views = len(self.cluster.slack.views)
+        self.views = len(self.cluster.slack.views)
         await self.cluster.click(self.worker, message, action_id)
 
     async def _submit(self, values: Mapping[str, Mapping[str, Any]]) -> None:
         """Submit the modal the last click opened."""
         slack = self.cluster.slack
-        await slack.wait_for(lambda: len(slack.views) > self._views, IDLE)
+        await slack.wait_for(lambda: len(slack.views) > self.views, IDLE)
         view = list(slack.views.values())[-1]
         payload = view_submission_payload(view=view, user_id=ALICE, values=values)
         await self.cluster.post(self.worker, payload)
