@@ -85,14 +85,15 @@ async def node(*args: str, cwd: Path, env: Mapping[str, str]) -> tuple[int, str]
 class Person:
     """Alice in Slack: answers each request of the channel once it is posted, by its tool —
     AskUserQuestion with ANSWER, an approval with Approve, the second option, the form with
-    FORM, a PDF, Confirm — and declines (with DECLINED) one whose text says DECLINE; one whose
-    text says LEFT_ALONE stays unanswered."""
+    FORM, a PDF, Confirm — and declines (with DECLINED) one whose text says DECLINE, or whose
+    tool is in `declines`; one whose text says LEFT_ALONE stays unanswered."""
 
     cluster: Cluster
     worker: Worker
     seen: set[str] = field(default_factory=set)
-    answered: list[str] = field(default_factory=list)  # the ids, in the order answered
+    answered: list[str] = field(default_factory=list)  # the tools of those answered, in order
     views: int = 0  # the modals opened before the last click
+    declines: set[str] = field(default_factory=set)  # tools whose every request is declined
 
     async def run(self) -> None:
         slack = self.cluster.slack
@@ -105,12 +106,12 @@ class Person:
             words = str(record.arguments).lower()
             if LEFT_ALONE in words:
                 continue
-            if DECLINE in words:
+            if DECLINE in words or record.tool_name in self.declines:
                 await self._click(message, "hitl_decline")
                 await self._submit({"reason": {"reason": DECLINED}})
             else:
                 await self.answer(message, record.tool_name, record.arguments)
-            self.answered.append(request_id)
+            self.answered.append(record.tool_name)
 
     def _next(self) -> dict[str, Any]:
         """The oldest live request message of the channel not yet seen ({} if none is)."""
