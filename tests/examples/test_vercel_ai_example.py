@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.typescript.node import ANSWER, DECLINED, NODE_TIMEOUT, PACKAGE, build, service
+from tests.clients.typescript.node import (
+    ANSWER,
+    DECLINED,
+    NODE_TIMEOUT,
+    PACKAGE,
+    build,
+    exclusive,
+    service,
+)
 from tests.examples.readme import ROOT, port_of, serve_port, told
 
 pytestmark = pytest.mark.subprocess
@@ -33,8 +41,8 @@ async def run_as_the_readme_says(env: dict[str, str]) -> str:
 
 
 async def test_the_tool_asks_the_person_and_the_approved_deploy_runs(tmp_path: Path) -> None:
-    build(PACKAGE)  # the client the example imports (its own build is `npm start`'s)
-    async with service(tmp_path) as running:
+    async with exclusive(), service(tmp_path) as running:
+        build(PACKAGE)  # the client the example imports (its own build is `npm start`'s)
         printed = await run_as_the_readme_says(running.env)
         assert running.person.answered == ["AskUserQuestion", "requestApproval"]
     assert f'The engineer said "{ANSWER}"' in printed
@@ -42,8 +50,8 @@ async def test_the_tool_asks_the_person_and_the_approved_deploy_runs(tmp_path: P
 
 
 async def test_a_declined_deploy_is_the_tools_result_for_the_model(tmp_path: Path) -> None:
-    build(PACKAGE)
-    async with service(tmp_path) as running:
+    async with exclusive(), service(tmp_path) as running:
+        build(PACKAGE)
         running.person.declines.add("requestApproval")
         printed = await run_as_the_readme_says(running.env)
     assert f'"deployed":false,"declined":"{DECLINED}"' in printed

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -55,6 +56,19 @@ def npm_ready(folder: Path) -> Path:
     if shutil.which("node") is None or not (folder / "node_modules").is_dir():
         pytest.fail(f"{folder.relative_to(ROOT)} is not installed: run `make install-dev`")
     return folder / "node_modules" / ".bin"
+
+
+@contextlib.asynccontextmanager
+async def exclusive() -> AsyncIterator[None]:
+    """The packages' builds to this test alone until it exits: tsc rewrites every file of dist/
+    (the client's, the example's `npm start` its own), which a test running beside it on
+    another pytest-xdist worker would read half-written."""
+    with (npm_ready(PACKAGE).parent / ".tests.lock").open("w") as lock:
+        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def build(folder: Path) -> None:

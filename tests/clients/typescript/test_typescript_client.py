@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from adapters.api.openapi import openapi_document
-from tests.clients.typescript.node import NODE_TIMEOUT, PACKAGE, build, node, npm_ready, service
+from tests.clients.typescript.node import (
+    NODE_TIMEOUT,
+    PACKAGE,
+    build,
+    exclusive,
+    node,
+    npm_ready,
+    service,
+)
 
 pytestmark = pytest.mark.subprocess
 
@@ -36,8 +44,8 @@ def test_the_committed_types_are_generated_from_the_current_document(tmp_path: P
 
 
 async def test_the_node_tests_pass_against_the_service(tmp_path: Path) -> None:
-    build(PACKAGE)
-    async with service(tmp_path) as running:
+    async with exclusive(), service(tmp_path) as running:
+        build(PACKAGE)
         tests = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("dist/test/*.test.js"))
         code, printed = await node("--test", "--test-concurrency=1", *tests,
                                    cwd=PACKAGE, env=running.env)  # fmt: skip
