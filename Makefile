@@ -3,6 +3,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The npm packages' stamp (the TypeScript client's, below).
+NODE_INSTALLED := clients/typescript/node_modules/.installed
 
 # Bytecode is written: the tests start `hitl-bridge` as a process hundreds of times, and each
 # start would compile every module again without it.
@@ -20,7 +22,7 @@ PARALLEL := -n auto
 # the checks add the developer extras (pytest, mypy, ruff, the examples' agent frameworks,
 # selenium: minutes more). Each is made again when pyproject.toml changes.
 install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev $(NODE_INSTALLED)
 
 $(VENV)/.installed: pyproject.toml deploy/install.sh
 	PYTHON=$(PYTHON) sh deploy/install.sh $(VENV)  # the container image's install step too
@@ -28,6 +30,17 @@ $(VENV)/.installed: pyproject.toml deploy/install.sh
 
 $(VENV)/.installed-dev: $(VENV)/.installed clients/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./clients/python
+	touch $@
+
+# The TypeScript client and its Vercel AI SDK example (clients/typescript, examples/vercel_ai):
+# Node and npm from Debian where absent, each package from its lockfile, the client built (the
+# tests compile again what they run). Made again when a lockfile changes.
+$(NODE_INSTALLED): clients/typescript/package-lock.json examples/vercel_ai/package-lock.json
+	command -v node >/dev/null && command -v npm >/dev/null || \
+		(apt-get update && apt-get install -y --no-install-recommends nodejs npm)
+	npm ci --prefix clients/typescript
+	npm run build --prefix clients/typescript
+	npm ci --prefix examples/vercel_ai
 	touch $@
 
 # The admin console's browser tests drive Debian's headless chromium through its chromedriver;
