@@ -52,7 +52,7 @@ class FakeEntraLogin:
         return replace(PUBLIC, login_endpoint=self.url)
 
     async def _token(self, request: web.Request) -> web.Response:
-        form = dict(await request.post())
+        form = {key: str(value) for key, value in (await request.post()).items()}
         self.asked.append({"tenant": request.match_info["tenant"], **form})
         if form.get("grant_type") != "client_credentials" or not form.get("scope"):
             return _error(400, "invalid_request", "AADSTS900144: The request body must contain "

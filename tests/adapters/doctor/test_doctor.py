@@ -53,7 +53,7 @@ def settings(url: str, slack: FakeSlack, model: FakeAnthropic, **more: Any) -> S
         "TEAMS_CLIENT_ID": "app-id", "TEAMS_CLIENT_SECRET": "teams-secret",
         "TEAMS_TENANT_ID": "tenant", "HITL_ADMIN_TOKEN": ADMIN, **more,
     }  # fmt: skip
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 def by_check(results: list[Result]) -> dict[str, Result]:
