@@ -134,3 +134,32 @@ def test_the_command_exits_1_on_a_failure_and_prints_no_secret(tmp_path: Path) -
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("✗ database: no SQLite database")
     assert ADMIN not in done.stdout and "admi…" in done.stdout
+
+
+async def test_a_bad_policy_file_fails_with_its_line(
+    fakes: tuple[FakeSlack, FakeAnthropic, FakeEntraLogin], url: str, tmp_path: Path
+) -> None:
+    slack, model, login = fakes
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("rules:\n  - match: {tool: deploy}\n    approvers: [nobody]\n")
+    found = by_check(await diagnose(settings(url, slack, model, HITL_POLICY_FILE=str(bad)),
+                                    cloud=login.cloud))  # fmt: skip
+    assert found["policy file"].status == "failed"
+    assert "policy.yaml" in found["policy file"].detail
+
+
+@pytest.mark.subprocess
+async def test_an_mcp_server_that_cannot_start_fails_its_line(
+    fakes: tuple[FakeSlack, FakeAnthropic, FakeEntraLogin], url: str, tmp_path: Path
+) -> None:
+    slack, model, login = fakes
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        f"tools:\n  - mcp:\n      command: [{sys.executable}, -c, 'raise SystemExit(3)']\n"
+    )
+    results = await diagnose(settings(url, slack, model, HITL_AGENT_FILE=str(agent)),
+                             cloud=login.cloud)  # fmt: skip
+    servers = [r for r in results if r.check.startswith("MCP server")]
+    assert [r.status for r in servers] == ["failed"]
+    assert "agent file" in servers[0].fix
+    assert exit_status(results) == 1
