@@ -1,4 +1,4 @@
-"""The `hitl-bridge` command: demo, serve, mcp, hook, db, pending, audit, grants, tokens.
+"""The `hitl-bridge` command: demo, serve, mcp, hook, db, pending, doctor, audit, grants, tokens.
 
 A failure is one line on stderr naming its cause and its fix, with exit status 2 for
 configuration and 1 otherwise (adapters/startup.py); `--debug` adds the traceback. Everything
@@ -71,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     serve.add_argument("--agent", metavar="FILE", help=AGENT_HELP)
     commands.add_parser("pending", parents=[common], help="list the requests waiting for an answer")
+    doctor = commands.add_parser(
+        "doctor", parents=[common], help="check this deployment's configuration, a line each"
+    )
+    doctor.add_argument(
+        "--json", action="store_true", help="a JSON list of {check, ok, detail, fix}"
+    )
     add_audit_parser(commands, common)
     grants = commands.add_parser(
         "grants", parents=[common], help="tools allowed to run unasked in a conversation"
@@ -171,6 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from adapters.mcp.stdio import proxy_target, run_stdio_proxy
 
             return asyncio.run(run_stdio_proxy(*proxy_target(args.url, args.token, os.environ)))
+        if args.command == "doctor":  # a bad setting is one of its lines, not a stop
+            from adapters.doctor_command import doctor
+
+            printed = asyncio.run(doctor(machine=args.json))
+            print(printed.text)
+            return printed.status
         from adapters.settings import Settings
 
         settings = Settings()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from bot.tools import AITool
 
@@ -133,3 +133,49 @@ class AnthropicAIProvider:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+ModelTrouble = Literal["key", "model", "unreachable", "other"]
+
+
+class ModelRefusedError(Exception):
+    """The Anthropic API would not serve the model; `trouble` says what is to blame (the key,
+    the model's name, the way to the API, something else), `str(err)` what it said."""
+
+    def __init__(self, trouble: ModelTrouble, said: str) -> None:
+        super().__init__(said)
+        self.trouble = trouble
+
+
+async def probe_model(
+    model: str, *, api_key: str, base_url: str | None = None, timeout: float = 10.0
+) -> str:
+    """The model's display name, asked of the API with the key (`GET /v1/models/{model}`: no
+    token is spent); ModelRefusedError if the key is refused, the model unknown or the API
+    out of reach. For `hitl-bridge doctor`."""
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(
+        api_key=api_key, base_url=base_url, max_retries=1, timeout=timeout
+    )
+    try:
+        info = await client.models.retrieve(model)
+    except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as err:
+        raise ModelRefusedError("key", _said(err)) from None
+    except anthropic.NotFoundError as err:
+        raise ModelRefusedError("model", _said(err)) from None
+    except anthropic.APIConnectionError as err:  # a timeout too
+        raise ModelRefusedError("unreachable", f"{type(err).__name__}: {err}") from None
+    except anthropic.APIStatusError as err:
+        raise ModelRefusedError("other", _said(err)) from None
+    finally:
+        await client.close()
+    return info.display_name or info.id
+
+
+def _said(err: anthropic.APIStatusError) -> str:
+    """The HTTP status and the error's message, as the API wrote it."""
+    body: Any = err.body
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"HTTP {err.status_code}: {message or err.message}"

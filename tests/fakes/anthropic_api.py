@@ -161,10 +161,12 @@ class _Reject(Exception):
 class FakeAnthropic:
     """``async with FakeAnthropic() as fake`` serves on ``fake.base_url`` until exit.
 
-    ``api_key``: if set, requests must carry exactly this key (else 401).
+    ``api_key``: if set, requests must carry exactly this key (else 401). ``models``: the
+    models ``GET /v1/models/{id}`` knows (None: any), others are 404 as the API answers.
     """
 
     api_key: str | None = None
+    models: frozenset[str] | None = None
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
     aborted: int = field(default=0, init=False)  # streams the client left before message_stop
     cut: int = field(default=0, init=False)  # streams cut short as scripted (``cut_after``)
@@ -202,6 +204,7 @@ class FakeAnthropic:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models/{model_id}", self._model)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
         await runner.setup()
@@ -231,6 +234,20 @@ class FakeAnthropic:
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return _error(ErrorReply(404, "not_found_error", f"Not found: {request.path}"))
+
+    async def _model(self, request: web.Request) -> web.Response:
+        """One model's description, as `client.models.retrieve` reads it."""
+        self.requests.append(RecordedRequest({}, CIMultiDictProxy(CIMultiDict(request.headers))))
+        model_id = request.match_info["model_id"]
+        try:
+            self._check_auth(request)
+        except _Reject as rej:
+            return _error(rej.reply, retry=rej.retry)
+        if self.models is not None and model_id not in self.models:
+            return _error(ErrorReply(404, "not_found_error", f"model: {model_id}"), retry=False)
+        body = {"type": "model", "id": model_id, "display_name": f"Fake {model_id}",
+                "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+        return web.json_response(body, headers=_headers())
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         task = asyncio.current_task()

@@ -14,6 +14,9 @@ when ``HITL_SLACK_SCHEMA_DIR`` names a folder with ``blockkit-{message,modal}.sc
 and ``jsonschema`` is installed, against those schemas too. ``url_private`` of added files and
 ``new_response_url()`` are served by the fake as well, so nothing reaches the network.
 
+Every answer to the bot token lists its ``scopes`` in the ``x-oauth-scopes`` header, as Slack
+does (manifest.yml's by default); an unknown token is answered ``invalid_auth``.
+
 Socket Mode: ``apps.connections.open`` (only with ``fake.app_token``, an ``xapp-`` token, which
 no other method takes) hands out a WebSocket URL served by the fake; ``sockets`` are those
 connected, ``drop_sockets()`` closes them from Slack's side (as Slack does to refresh them).
@@ -98,6 +101,12 @@ PLAIN_TEXT_ONLY = {
 OPTION_LIMITS = (("text/text", 75), ("value", 150), ("description/text", 75))
 OPTIONS_MAX = 100
 EMPTY = "must be more than 0 characters"
+# The bot token's scopes, told in every answer's `x-oauth-scopes` header: manifest.yml's.
+BOT_SCOPES = (
+    "app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write",
+    "commands", "files:read", "im:write", "users:read", "users:read.email", "channels:read",
+    "groups:read", "usergroups:read",
+)  # fmt: skip
 
 
 class SlackError(Exception):
@@ -342,8 +351,10 @@ class FakeSlack:
         app_id: str = APP_ID,
         users: Mapping[str, str] | None = None,
         trigger_ttl: float = 3.0,
+        scopes: tuple[str, ...] = BOT_SCOPES,
     ) -> None:
         self.token, self.app_token, self.tokens = token, app_token, {token, app_token}
+        self.scopes = scopes  # the bot token's, as Slack lists them (`x-oauth-scopes`)
         self.sockets: list[web.WebSocketResponse] = []  # Socket Mode connections, open ones
         self.team_id, self.team_name, self.app_id = team_id, team_name, app_id
         self.bot_user_id, self.bot_id, self.bot_name = bot_user_id, bot_id, bot_name
@@ -584,6 +595,8 @@ class FakeSlack:
                 raise SlackError("invalid_auth")
             if (token == self.app_token) != (method == "apps.connections.open"):
                 raise SlackError("not_allowed_token_type")
+            if token == self.token:
+                headers["x-oauth-scopes"] = ",".join(self.scopes)
             if self._faults[method]:
                 fault = self._faults[method].popleft()
                 if fault.retry_after is not None:
