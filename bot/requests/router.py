@@ -223,14 +223,9 @@ class Router:
             record = await self.load(interaction.request_id)
         if record is None:
             return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
-        if record.status is not RequestStatus.PENDING:
-            await self._catch_up(record)
-            return Refused(Refusal.SETTLED, wording.already_settled(record), record)
-        verdict = await self.verdict(record, interaction.user_id, interaction.aliases)
-        if not verdict.allowed:
-            await self._audit_refusal(record, interaction)
-            assert verdict.notice is not None
-            return Refused(Refusal.NOT_YOURS, verdict.notice, record)
+        refused = await self._closed_to(record, interaction)
+        if refused is not None:
+            return refused
         control = next((c for c in self.controls(record) if c.verb is interaction.verb), None)
         if control is None:
             return Refused(Refusal.UNFIT, wording.UNFIT, record)
@@ -264,14 +259,9 @@ class Router:
         record = await self.load(interaction.request_id)
         if record is None:
             return Refused(Refusal.UNKNOWN, wording.UNKNOWN)
-        if record.status is not RequestStatus.PENDING:
-            await self._catch_up(record)
-            return Refused(Refusal.SETTLED, wording.already_settled(record), record)
-        verdict = await self.verdict(record, interaction.user_id, interaction.aliases)
-        if not verdict.allowed:
-            await self._audit_refusal(record, interaction)
-            assert verdict.notice is not None
-            return Refused(Refusal.NOT_YOURS, verdict.notice, record)
+        refused = await self._closed_to(record, interaction)
+        if refused is not None:
+            return refused
         if self.voting_rule(record) is not None:
             return Refused(Refusal.UNFIT, wording.VOTES_DECIDE, record)
         tool = self.tools.get(record.tool_name)
@@ -428,6 +418,20 @@ class Router:
         latest = await settled_record(self.store, record.id) if self.store is not None else None
         latest = latest or record
         return Refused(Refusal.SETTLED, wording.already_settled(latest), latest)
+
+    async def _closed_to(self, record: RequestRecord, interaction: Interaction) -> Refused | None:
+        """Why `interaction` cannot answer `record` whatever it says: the request is settled
+        (this worker's wait for it takes up the outcome), or not this person's to answer
+        (audited); None if it may."""
+        if record.status is not RequestStatus.PENDING:
+            await self._catch_up(record)
+            return Refused(Refusal.SETTLED, wording.already_settled(record), record)
+        verdict = await self.verdict(record, interaction.user_id, interaction.aliases)
+        if not verdict.allowed:
+            await self._audit_refusal(record, interaction)
+            assert verdict.notice is not None
+            return Refused(Refusal.NOT_YOURS, verdict.notice, record)
+        return None
 
     async def _catch_up(self, record: RequestRecord) -> None:
         """A click on a request settled by another worker: a wait for it in this worker's
