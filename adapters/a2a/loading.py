@@ -6,12 +6,12 @@ the SDK is in waits for it."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from adapters.lazy_import import import_after_ready
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens
 
@@ -64,13 +64,7 @@ class LoadingA2aDoor:
 
     async def _load(self) -> A2aDoor:
         try:
-            server = await asyncio.to_thread(importlib.import_module, SERVER_MODULE)
-        except Exception as err:  # a deadlock between import locks: once more, on the loop
-            log.info("A2A: the SDK's import in a thread failed (%s); importing it here", err)
-            server = None
-        try:
-            if server is None:
-                server = importlib.import_module(SERVER_MODULE)
+            server = await import_after_ready(SERVER_MODULE, "A2A")
             door: A2aDoor = server.A2aDoor(self._doors, self._tokens, public_url=self._public_url)
         except Exception as err:
             log.error("A2A: the door did not start, /a2a answers 503: %s", err)

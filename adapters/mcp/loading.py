@@ -5,19 +5,19 @@ models), and `serve` is ready for Slack's clicks and the HTTP API without it. So
 these routes at once and imports adapters/mcp/server.py in a thread after it starts: the event
 loop keeps answering meanwhile (the import only takes the GIL in turns), and a call to /mcp that
 arrives before the SDK is in waits for it. Should the threaded import fail (two threads
-importing one module round can deadlock), the first call imports it on the loop instead.
+importing one module round can deadlock), it is imported on the loop (adapters/lazy_import.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from adapters.lazy_import import import_after_ready
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens
 
@@ -76,13 +76,7 @@ class LoadingMcpDoor:
 
     async def _load(self) -> McpDoor:
         try:
-            server = await asyncio.to_thread(importlib.import_module, SERVER_MODULE)
-        except Exception as err:  # a deadlock between import locks: once more, on the loop
-            log.info("MCP: the SDK's import in a thread failed (%s); importing it here", err)
-            server = None
-        try:
-            if server is None:
-                server = importlib.import_module(SERVER_MODULE)
+            server = await import_after_ready(SERVER_MODULE, "MCP")
             door: McpDoor = server.McpDoor(self._doors, self._tokens, default_to=self._default_to)
             await door.start()
         except Exception as err:
