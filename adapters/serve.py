@@ -23,6 +23,7 @@ from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
 from adapters.http_limits import AppRunner
 from adapters.mcp.loading import PATH as MCP_PATH
+from adapters.observability import TracingFor, watched
 from adapters.policies import open_deciders, read_groups
 from adapters.readiness import Readiness
 from adapters.server import SLACK_PATH, TEAMS_PATH, Handler, build_web_app
@@ -38,7 +39,6 @@ from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.human_input import RequestRules
 from bot.human_input.log_lines import log_transition
-from bot.human_input.worker import worker_name
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.policies.deciders import Deciders
 from bot.policies.delivery import Delivery
@@ -164,10 +164,6 @@ def request_rules(deciders: Deciders) -> RequestRules:
     )
 
 
-TracingFor = Callable[[str], Tracing | None]
-"""The tracing of a worker (by its name): from the environment, or a test's exporter."""
-
-
 async def build_service(
     settings: Settings, tracing_for: TracingFor = tracing_from_environment
 ) -> Service:
@@ -190,28 +186,15 @@ async def build_service(
         await store.close()
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
-    tracing = tracing_for(bridge.runs.worker_id if bridge.runs is not None else worker_name())
     human = agent.human
     human.handler.add_observer(log_transition)  # a line per request asked and settled
-    metrics = open_metrics(settings, store)
-    provider = make_provider(settings)
-    if metrics is not None:
-        from adapters.metrics import MeteredModel
-
-        human.handler.add_observer(metrics.observe)
-        store.watch_outages(metrics.store_outage)
-        runs = bridge.runs
-        if runs is not None:
-            metrics.worker.leases = lambda: runs.held
-            metrics.worker.adopted = lambda: runs.adopted
-        provider = MeteredModel(provider, metrics, settings.model)
     grants = Grants(store)
     gate = approval_gate(human.handler, runs=store, grants=grants, timeout=settings.timeout_seconds)
-    if tracing is not None:
-        human.handler.add_observer(tracing.observe)
-        provider, gate = tracing.model(provider), tracing.gate(gate)
-    channel = agent.channel("slack", provider, gate=gate)
-    trace_configs = [tracing.client_trace()] if tracing is not None else []
+    # The model and the gate, metered and traced where configured.
+    seen = watched(settings, store, bridge, human.handler, make_provider(settings), gate,
+                   tracing_for)  # fmt: skip
+    metrics, trace_configs = seen.metrics, seen.trace_configs
+    channel = agent.channel("slack", seen.provider, gate=seen.gate)
     bridge.register_channel(channel)
     policy = AnswerPolicy(admins=settings.admins, approvers=settings.approvers)
     # The doors ask with the built-in tools whatever the agent file offers the model.
@@ -244,7 +227,7 @@ async def build_service(
             trace_configs=trace_configs,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
-                      escalations=escalations, metrics=metrics, tracing=tracing)  # fmt: skip
+                      escalations=escalations, metrics=metrics, tracing=seen.tracing)  # fmt: skip
     service.doors = open_doors(settings, store, bridge, human.handler, tools, trace_configs,
                                webhooks_counted=metrics.webhook if metrics else None)  # fmt: skip
     if metrics is not None:
@@ -266,17 +249,6 @@ async def build_service(
     # Copies of requests where their rule's `deliver` says (approvals channel, DMs, Teams).
     bridge.mirror(Delivery(deciders, bridge.find, bridge.undeliverable_copy).rooms)
     return service
-
-
-def open_metrics(settings: Settings, store: SqlStore) -> Metrics | None:
-    """This worker's metrics when HITL_METRICS_ADDRESS is set (prometheus_client is imported
-    only then); None otherwise."""
-    if settings.metrics_listen is None:
-        return None
-    from adapters.metrics import Metrics
-    from bot.store.gauges import DeploymentGauges
-
-    return Metrics(DeploymentGauges(store), settings.metrics_database_seconds)
 
 
 class Server:

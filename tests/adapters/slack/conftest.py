@@ -20,7 +20,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.serve import Server, TracingFor
+from adapters.observability import TracingFor
+from adapters.serve import Server
 from adapters.settings import Settings
 from bot.records import RequestRecord
 from bot.store import SqlStore, upgrade
