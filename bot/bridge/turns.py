@@ -1,4 +1,12 @@
-"""Agent turns started by people's messages: run in the background, tracked, failures told."""
+"""Agent turns started by people's messages: run in the background, tracked, failures told,
+and stopped on request.
+
+A surface that shows a run live hands `start` a `TurnWatch`: the turn's steps as they happen
+(bot/agent/steps.py), then how it ended. Anyone the turn concerns may stop it (`stop`): the
+person whose message started it, whoever may answer one of its open requests (its approvers),
+and admins. A stop withdraws the turn's open requests (their messages say who stopped it),
+cancels the model call or tool it is in, and is audited.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,16 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Protocol
 
 from bot.agent import AIChannel
+from bot.agent.steps import RunSteps
 from bot.failures import RepeatedFailures
-from bot.records import StoreUnavailableError
+from bot.records import AuditEntry, RequestRecord, StoreUnavailableError
+from bot.requests.router import Router
 
 log = logging.getLogger(__name__)
 
@@ -20,25 +34,75 @@ SORRY = "Sorry, I could not finish that: something went wrong on my side."
 UNAVAILABLE = (
     "hitl-bridge cannot record requests right now, so it cannot take this on; try again shortly."
 )
+TURN_STOPPED = "turn.stopped"  # the audit line of a stop: who, where, whose turn
 # Messages already told UNAVAILABLE (a message delivered twice, say a mention's app_mention and
 # message events, is told once): the latest this many.
 _REFUSED_KEPT = 1024
 
 
-class Turns:
-    """The turns a surface started; each one's words go to the room it came from."""
+class Ending(StrEnum):
+    FINISHED = "finished"  # the model had its last word
+    STOPPED = "stopped"  # someone stopped it
+    FAILED = "failed"  # something went wrong (the room was told SORRY or UNAVAILABLE)
 
-    def __init__(self, channel: AIChannel) -> None:
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """How a turn ended; `by` is who stopped it."""
+
+    ending: Ending
+    by: str | None = None
+
+
+class TurnWatch(RunSteps, Protocol):
+    """A surface's live view of one turn: its steps, then its end (after its last words were
+    posted, so a surface may close a stream once everything is in it)."""
+
+    async def ended(self, end: TurnEnd) -> None: ...
+
+
+class StopResult(StrEnum):
+    STOPPED = "stopped"
+    NOT_RUNNING = "not_running"  # no turn runs in that room (on this worker)
+    NOT_YOURS = "not_yours"  # the person may not stop it
+
+
+@dataclass
+class RunningTurn:
+    """A turn in progress: whose it is, its task, and who stopped it (if someone did)."""
+
+    room_id: str
+    actor_id: str
+    task: asyncio.Task[None]
+    stopped_by: str | None = None
+
+
+class Turns:
+    """The turns a surface started; each one's words go to the room it came from. `router`
+    (who may answer what, and the audit log) lets people stop them."""
+
+    def __init__(self, channel: AIChannel, router: Router | None = None) -> None:
         self.channel = channel
-        self._running: set[asyncio.Task[None]] = set()
+        self.router = router
+        self._running: dict[str, RunningTurn] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._failures = RepeatedFailures(log)
         self._refused: OrderedDict[str, None] = OrderedDict()
 
-    def start(self, room_id: str, actor_id: str, text: str, post: Post) -> None:
+    def start(
+        self, room_id: str, actor_id: str, text: str, post: Post, watch: TurnWatch | None = None
+    ) -> None:
         """Run a turn after the platform was answered (its ack must not wait for the model)."""
-        task = asyncio.create_task(self._run(room_id, actor_id, text or "Hello", post))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        task = asyncio.create_task(self._run(room_id, actor_id, text or "Hello", post, watch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        # A second message in a busy room queues behind the first (the channel's room lock):
+        # the latest is the one a stop cuts first.
+        self._running[room_id] = RunningTurn(room_id, actor_id, task)
+
+    def running(self, room_id: str) -> RunningTurn | None:
+        turn = self._running.get(room_id)
+        return turn if turn is not None and not turn.task.done() else None
 
     async def cannot_record(self, key: str, err: StoreUnavailableError, post: Post) -> None:
         """A message (`key`, its one-time claim) came while the store cannot be written: tell
@@ -51,19 +115,107 @@ class Turns:
             self._refused.popitem(last=False)
         await post(UNAVAILABLE)
 
-    async def _run(self, room_id: str, actor_id: str, text: str, post: Post) -> None:
+    async def _run(
+        self, room_id: str, actor_id: str, text: str, post: Post, watch: TurnWatch | None
+    ) -> None:
+        end = TurnEnd(Ending.FAILED)
         try:
-            await self.channel.respond(room_id, text, actor_id=actor_id, on_text=post)
+            await self.channel.respond(room_id, text, actor_id=actor_id, on_text=post, steps=watch)
+            end = TurnEnd(Ending.FINISHED)
         except StoreUnavailableError as err:
             self._failures.failed("running a turn", err)
             await post(UNAVAILABLE)
+        except asyncio.CancelledError:
+            stopped = self._running.get(room_id)
+            if stopped is None or stopped.stopped_by is None:
+                raise  # a shutdown: the run is left for a resume
+            _task_of_this_turn().uncancel()  # the stop's own cancel, taken: the task goes on
+            end = TurnEnd(Ending.STOPPED, stopped.stopped_by)
         except Exception:
             log.exception("turn in %s failed", room_id)
             await post(SORRY)
+        finally:
+            current = self._running.get(room_id)
+            if current is not None and current.task is asyncio.current_task():
+                del self._running[room_id]
+        if watch is not None:
+            await watch.ended(end)
+
+    async def stop(self, room_id: str, by: str, shown_as: str = "") -> StopResult:
+        """`by` stops the turn running in `room_id`, if they may (see the module's docstring);
+        its open requests say "Stopped by `shown_as`" (their name as the surface writes it)."""
+        turn = self.running(room_id)
+        if turn is None:
+            return StopResult.NOT_RUNNING
+        open_requests = await self._open_requests(room_id)
+        if not await self._may_stop(turn, by, open_requests):
+            return StopResult.NOT_YOURS
+        turn.stopped_by = by
+        reason = f"Stopped by {shown_as or by}"
+        for record in open_requests:
+            await self._withdraw(record, reason, by)
+        turn.task.cancel()
+        await self._audit(turn, by)
+        return StopResult.STOPPED
+
+    async def _open_requests(self, room_id: str) -> list[RequestRecord]:
+        router = self.router
+        if router is not None and router.store is not None:
+            found = await router.store.pending_in_room(room_id)
+        else:
+            handler = self.channel.human_input_handler
+            found = list(handler.handler.pending.values()) if handler is not None else []
+        mine = self.channel.channel_id
+        return [r for r in found if r.room_id == room_id and r.channel_id == mine]
+
+    async def _may_stop(
+        self, turn: RunningTurn, by: str, open_requests: list[RequestRecord]
+    ) -> bool:
+        if by == turn.actor_id:
+            return True
+        router = self.router
+        if router is None:
+            return False
+        if router.policy.is_admin(by):
+            return True
+        for record in open_requests:
+            if await router.may_answer(record, by):
+                return True
+        return False
+
+    async def _withdraw(self, record: RequestRecord, reason: str, by: str) -> None:
+        """Cancel one open request of a stopped turn; one that settled meanwhile is left."""
+        handler = self.router.handler_for(record.channel_id) if self.router else None
+        if handler is None:
+            human = self.channel.human_input_handler
+            handler = human.handler if human is not None else None
+        if handler is None:
+            return
+        try:
+            await handler.cancel(record.id, reason, by=by)
+        except StoreUnavailableError as err:
+            self._failures.failed("withdrawing a stopped turn's request", err)
+
+    async def _audit(self, turn: RunningTurn, by: str) -> None:
+        store = self.router.store if self.router is not None else None
+        if store is None:
+            return
+        detail = {"room_id": turn.room_id, "turn_actor": turn.actor_id}
+        entry = AuditEntry(TURN_STOPPED, datetime.now(UTC), actor_id=by, detail=detail)
+        try:
+            await store.append_audit(entry)
+        except StoreUnavailableError as err:
+            self._failures.failed("auditing a stop", err)
 
     async def close(self) -> None:
         """Cut the turns still running. A suspended bridge (a shutdown) leaves their requests
         pending and their transcripts as they were, for the run to be resumed."""
-        for task in list(self._running):
+        for task in list(self._tasks):
             task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _task_of_this_turn() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    assert task is not None  # _run always runs as a task (start)
+    return task
