@@ -20,8 +20,9 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.agent import AIChannel
-from bot.agent.steps import RunSteps
+from bot.agent.steps import RunSteps, ToolStep
 from bot.failures import RepeatedFailures
+from bot.human_input import RequestUpdate
 from bot.records import AuditEntry, RequestRecord, StoreUnavailableError
 from bot.requests.router import Router
 
@@ -55,10 +56,50 @@ class TurnEnd:
 
 
 class TurnWatch(RunSteps, Protocol):
-    """A surface's live view of one turn: its steps, then its end (after its last words were
-    posted, so a surface may close a stream once everything is in it)."""
+    """A surface's live view of one turn: its steps, the changes of the requests in its room
+    while it runs (a gated call waiting for approval, then decided), then its end (after its
+    last words were posted, so a surface may close a stream once everything is in it)."""
+
+    def request_changed(self, update: RequestUpdate) -> None:
+        """Like the steps: returns at once."""
+        ...
 
     async def ended(self, end: TurnEnd) -> None: ...
+
+
+class Watches:
+    """Several watches of one turn (a status line and a streamed reply), told the same."""
+
+    def __init__(self, *watches: TurnWatch) -> None:
+        self.watches = watches
+
+    def thinking(self) -> None:
+        for watch in self.watches:
+            watch.thinking()
+
+    def text(self, delta: str) -> None:
+        for watch in self.watches:
+            watch.text(delta)
+
+    def discarded(self) -> None:
+        for watch in self.watches:
+            watch.discarded()
+
+    def tool_started(self, step: ToolStep) -> None:
+        for watch in self.watches:
+            watch.tool_started(step)
+
+    def tool_finished(self, step: ToolStep) -> None:
+        for watch in self.watches:
+            watch.tool_finished(step)
+
+    def request_changed(self, update: RequestUpdate) -> None:
+        for watch in self.watches:
+            watch.request_changed(update)
+
+    async def ended(self, end: TurnEnd) -> None:
+        for watch in self.watches:
+            await watch.ended(end)
 
 
 class StopResult(StrEnum):
@@ -74,6 +115,7 @@ class RunningTurn:
     room_id: str
     actor_id: str
     task: asyncio.Task[None]
+    watch: TurnWatch | None = None
     stopped_by: str | None = None
 
 
@@ -98,11 +140,17 @@ class Turns:
         task.add_done_callback(self._tasks.discard)
         # A second message in a busy room queues behind the first (the channel's room lock):
         # the latest is the one a stop cuts first.
-        self._running[room_id] = RunningTurn(room_id, actor_id, task)
+        self._running[room_id] = RunningTurn(room_id, actor_id, task, watch)
 
     def running(self, room_id: str) -> RunningTurn | None:
         turn = self._running.get(room_id)
         return turn if turn is not None and not turn.task.done() else None
+
+    def request_changed(self, update: RequestUpdate) -> None:
+        """A request in a room changed: the watch of the turn running there is told."""
+        turn = self.running(update.room_id)
+        if turn is not None and turn.watch is not None:
+            turn.watch.request_changed(update)
 
     async def cannot_record(self, key: str, err: StoreUnavailableError, post: Post) -> None:
         """A message (`key`, its one-time claim) came while the store cannot be written: tell

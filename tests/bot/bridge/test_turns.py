@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.agent.steps import ToolStep
-from bot.bridge.turns import TURN_STOPPED, Ending, StopResult, TurnEnd, Turns
-from bot.human_input import HumanInputHandler, RenderState
+from bot.bridge.turns import TURN_STOPPED, Ending, StopResult, TurnEnd, Turns, Watches
+from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import RequestStatus
 from bot.requests.access import AnswerPolicy
@@ -46,6 +46,9 @@ class Watched:
 
     def tool_finished(self, step: ToolStep) -> None:
         self.steps.append(f"finished {step.name}")
+
+    def request_changed(self, update: RequestUpdate) -> None:
+        self.steps.append(f"request {update.state.value}")
 
     async def ended(self, end: TurnEnd) -> None:
         self.end.set_result(end)
@@ -89,9 +92,20 @@ async def _waiting_turn(
 ) -> tuple[Watched, str]:
     fake.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_1"), reply_text("Done."))
     seen, watched = watch(human.handler), Watched()
-    turns.start(ROOM, ACTOR, "deploy please", said, watched)
+    human.handler.add_observer(_told(turns))
+    turns.start(ROOM, ACTOR, "deploy please", said, Watches(watched))
     update = await seen.wait_for(RenderState.EXECUTING)
+    assert f"request {RenderState.EXECUTING.value}" in watched.steps
     return watched, update.pending_id
+
+
+def _told(turns: Turns) -> Callable[[RequestUpdate], Awaitable[None]]:
+    """What a surface does with every request update it observes: tell the room's turn."""
+
+    async def observe(update: RequestUpdate) -> None:
+        turns.request_changed(update)
+
+    return observe
 
 
 async def test_a_finished_turn_is_told_its_end(
