@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
-from microsoft_teams.api import ApiClient
+from microsoft_teams.api import ActivityParams, ApiClient, TypingActivityInput
 from microsoft_teams.api.activities.message import MessageActivityInput
 from microsoft_teams.api.models.attachment import Attachment
 
@@ -121,7 +121,7 @@ class Connector:
         return client
 
     async def send(
-        self, service_url: str, conversation_id: str, activity: MessageActivityInput
+        self, service_url: str, conversation_id: str, activity: ActivityParams
     ) -> str | None:
         """POST /v3/conversations/{id}/activities; the new activity's id, or None."""
         try:
@@ -130,9 +130,10 @@ class Connector:
             return None
 
     async def send_or_fail(
-        self, service_url: str, conversation_id: str, activity: MessageActivityInput
+        self, service_url: str, conversation_id: str, activity: ActivityParams
     ) -> str:
-        """`send`, raising ConnectorError saying why when it failed for good."""
+        """`send`, raising ConnectorError saying why when it failed for good (any activity: a
+        message, a typing indicator, a piece of a streamed message)."""
         conversations = self.client(service_url).conversations
         sent = await call_connector_or_fail(
             lambda: conversations.create_activity(conversation_id, activity),
@@ -162,6 +163,11 @@ def card_activity(card: Mapping[str, Any]) -> MessageActivityInput:
     return MessageActivityInput(
         attachments=[Attachment(content_type=CARD_CONTENT_TYPE, content=dict(card))]
     )
+
+
+def typing_activity() -> TypingActivityInput:
+    """The typing indicator: Teams shows it for a few seconds, or until the next message."""
+    return TypingActivityInput()
 
 
 def text_activity(text: str) -> MessageActivityInput:
