@@ -18,6 +18,7 @@ from adapters.teams.text import MAX_REQUEST_ID, NOTE, teams_text
 
 STOP_VERB = "hitl_turn_stop"  # not `hitl_stop`: that is a request's Verb.STOP
 ROOM_KEY = "room_id"
+TURN_LINE = "turn_status"  # the id of the card's one line (what tells this card apart)
 WORKING = "Working on it."
 MAX_ROOM_ID = 4 * MAX_REQUEST_ID  # a Teams conversation id with its reply chain fits
 
@@ -28,7 +29,9 @@ def stop_card(room_id: str, line: str = WORKING, *, live: bool = True) -> dict[s
         "type": "AdaptiveCard",
         "$schema": SCHEMA_URL,
         "version": "1.5",
-        "body": [{"type": "TextBlock", "text": teams_text(line, NOTE), "wrap": True}],
+        "body": [
+            {"type": "TextBlock", "id": TURN_LINE, "text": teams_text(line, NOTE), "wrap": True}
+        ],
     }
     if live:
         card["actions"] = [
