@@ -184,11 +184,11 @@ class LiveRun:
         if stream is None:
             return
         kind, content = piece
-        self._last_piece = time.monotonic()
         if kind == "grow":
             await stream.grow(content)
         elif await stream.inform(content):
             self._informed = content
+        self._last_piece = time.monotonic()  # once answered: the next arrives `interval` later
         if stream.broken:
             self.streams = False  # fall back to plain messages for the rest of the turn
 
@@ -238,8 +238,9 @@ class LiveRun:
         its message replaced in place; False when it could be neither (post it anew)."""
         if stream.open:
             await asyncio.sleep(max(0.0, self._last_piece + self.interval - time.monotonic()))
+            finished = await stream.finish(text)
             self._last_piece = time.monotonic()
-            if await stream.finish(text):
+            if finished:
                 return True
         self.streams = False
         if stream.id is None or not stream.shown:

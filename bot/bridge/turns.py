@@ -25,6 +25,7 @@ from bot.failures import RepeatedFailures
 from bot.human_input import RequestUpdate
 from bot.records import AuditEntry, RequestRecord, StoreUnavailableError
 from bot.requests.router import Router
+from bot.requests.wording import TURN_STOPPED as STOPPED_BY
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ class Turns:
         if not await self._may_stop(turn, by, open_requests):
             return StopResult.NOT_YOURS
         turn.stopped_by = by
-        reason = f"Stopped by {shown_as or by}"
+        reason = f"{STOPPED_BY} {shown_as or by}"
         for record in open_requests:
             await self._withdraw(record, reason, by)
         turn.task.cancel()

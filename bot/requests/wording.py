@@ -72,7 +72,16 @@ def status_line(
         people = {"by": settled_by} if settled_by else {}
         moments = {"at": settled_at} if settled_at else {}
         return Phrase(ADMIN_CANCELLED + by + (" {at}" if moments else ""), people, moments)
+    if reason is not None and reason.startswith(TURN_STOPPED) and settled_by:
+        moments = {"at": settled_at} if settled_at else {}
+        return Phrase(TURN_STOPPED + " {by}" + (" {at}" if moments else ""), {"by": settled_by},
+                      moments)  # fmt: skip
     return Phrase("Withdrawn: no answer is needed any more.")
+
+
+# -- a stopped turn's requests (bot/bridge/turns.py) -----------------------------------------
+
+TURN_STOPPED = "Stopped by"  # "Stopped by Alice": the reason its withdrawn requests record
 
 
 # -- an admin's cancel (`/hitl cancel <id> [reason]`) ----------------------------------------
