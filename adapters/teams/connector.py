@@ -31,7 +31,13 @@ MAX_RETRY_AFTER = 10.0  # seconds: wait no longer than this for a 429's Retry-Af
 
 
 class ConnectorError(Exception):
-    """A Bot Connector call that failed for good (after the retries); `str(err)` says why."""
+    """A Bot Connector call that failed for good (after the retries); `str(err)` says why.
+    `refusal` is the Bot Connector's own error message when it answered one (Teams tells a
+    stream stopped by its user from one refused otherwise only by it)."""
+
+    def __init__(self, said: str, refusal: str = "") -> None:
+        super().__init__(said)
+        self.refusal = refusal
 
 
 async def call_connector(
@@ -62,7 +68,8 @@ async def call_connector_or_fail(
             if (status != 429 and status < 500) or attempt == attempts - 1:
                 log.error("Bot Connector %s failed: HTTP %d %s", what, status, err.response.text)
                 raise ConnectorError(
-                    f"Bot Connector {what} failed: {_said(err.response)}"
+                    f"Bot Connector {what} failed: {_said(err.response)}",
+                    _error_message(err.response),
                 ) from None
             retry_after = _retry_after(err.response) if status == 429 else None
             if retry_after is not None:
@@ -89,6 +96,17 @@ def _said(response: httpx.Response) -> str:
     code = error.get("code") if isinstance(error, dict) else None
     status = f"HTTP {response.status_code}"
     return f"{status} {code}" if isinstance(code, str) and code else status
+
+
+def _error_message(response: httpx.Response) -> str:
+    """The `error.message` of a Bot Connector refusal, "" if its body has none."""
+    try:
+        body = response.json()
+    except Exception:  # not JSON, or a streamed body never read
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -179,9 +179,14 @@ class TeamsConversations:
         if refused is not None:
             await self.surface.post_text(room, refused.render(PlainTextFormatter(self.people.name)))
             return
+        shown_as = clean(self.people.name(user) or "")
+
+        async def stopped_in_teams() -> StopResult:  # Teams' own stop, in a personal chat
+            return await self._turns.stop(room.room_id, user, shown_as=shown_as)
+
         live = LiveRun(
             self.surface, room, streams=personal, name_of=self.people.name,
-            interval=self.stream_interval,
+            interval=self.stream_interval, stop=stopped_in_teams,
         )  # fmt: skip
         self._turns.start(room.room_id, user, text, live.post, Watches(live))
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from adapters.teams.connector import card_activity, text_activity, typing_activity
 from adapters.teams.reply_stream import ReplyStream
@@ -58,10 +59,14 @@ class LiveRun:
         streams: bool,
         name_of: NameOf,
         interval: float = STREAM_INTERVAL,
+        stop: Callable[[], Coroutine[Any, Any, object]] | None = None,
     ) -> None:
         """`streams`: the conversation is a personal chat. `name_of` names people by their
-        AAD object id (the surface's People)."""
+        AAD object id (the surface's People). `stop` stops the turn for the chat's person:
+        what Teams' own stop button on a streamed message means."""
         self.surface = surface
+        self.stop = stop
+        self._stopping: asyncio.Task[object] | None = None
         self.room = room
         self.streams = streams
         self.name_of = name_of
@@ -191,6 +196,13 @@ class LiveRun:
         self._last_piece = time.monotonic()  # once answered: the next arrives `interval` later
         if stream.broken:
             self.streams = False  # fall back to plain messages for the rest of the turn
+            self._stopped_in_teams(stream)
+
+    def _stopped_in_teams(self, stream: ReplyStream) -> None:
+        """The person pressed Teams' stop on the streamed message: the turn is stopped (in a
+        task of its own: the stop ends this run, and its pump with it)."""
+        if stream.cancelled and self.stop is not None and self._stopping is None:
+            self._stopping = asyncio.create_task(self.stop())
 
     def _current_stream(self) -> ReplyStream | None:
         """The reply's stream: the open one, or a new one (each reply of the model is one)."""
@@ -243,6 +255,9 @@ class LiveRun:
             if finished:
                 return True
         self.streams = False
+        if stream.cancelled:
+            self._stopped_in_teams(stream)
+            return True  # they stopped it: the rest of the reply is not wanted
         if stream.id is None or not stream.shown:
             return False  # nothing of the reply is shown: a plain message says it once
         return await self.surface.connector.update(

@@ -15,8 +15,10 @@ through our `Connector` instead, which retries only what may be retried and coun
 
 A stream that Teams refuses (403 `ContentStreamNotAllowed`: not a personal chat, or streaming
 turned off; a stream past two minutes) or that fails for good is `broken`: nothing more is sent
-on it, and the caller falls back to a plain message. Text is plain (`textFormat: plain`), like
-every reply of the agent's (connector.text_activity): the model cannot hide a link.
+on it, and the caller falls back to a plain message. One its user stopped with Teams' own stop
+button (the same 403, saying the stream was cancelled) is `cancelled` too. Text is plain
+(`textFormat: plain`), like every reply of the agent's (connector.text_activity): the model
+cannot hide a link.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class ReplyStream:
         self.sequence = 0  # the last piece's streamSequence
         self.shown = ""  # the text the message shows now
         self.broken = False
+        self.cancelled = False  # its user pressed Teams' stop button
         self.finished = False
 
     @property
@@ -79,8 +82,8 @@ class ReplyStream:
         final.add_stream_final()
         try:
             await self.connector.send_or_fail(self.service_url, self.conversation_id, final)
-        except ConnectorError:
-            self.broken = True
+        except ConnectorError as err:
+            self._refused(err)
             return False
         self.finished, self.shown = True, text
         return True
@@ -92,10 +95,14 @@ class ReplyStream:
         piece.add_stream_update(self.sequence + 1)
         try:
             sent = await self.connector.send_or_fail(self.service_url, self.conversation_id, piece)
-        except ConnectorError:
-            self.broken = True
+        except ConnectorError as err:
+            self._refused(err)
             return False
         self.sequence += 1
         if self.id is None:
             self.id = sent
         return True
+
+    def _refused(self, err: ConnectorError) -> None:
+        self.broken = True
+        self.cancelled = "cancel" in err.refusal.lower()  # "Content stream was cancelled by user."

@@ -30,6 +30,8 @@ only; a conversation id starting `a:` is a personal chat, as Teams' are):
   stream's id; each next one carries that streamId and a higher streamSequence, `informative`
   only while no `streaming` piece was sent, `streaming` with text; a `message` with streamType
   `final` and the streamId ends it, and becomes the conversation's message with that id;
+- `cancel_stream` plays the user pressing Teams' stop button: the stream's next piece is
+  answered 403 `ContentStreamNotAllowed`, "Content stream was cancelled by user.";
 - outside a personal chat, 403 `ContentStreamNotAllowed`; a piece of a stream already ended,
   403 too; pieces closer together than `stream_interval` seconds, 429; a stream older than
   `stream_seconds`, 403 (Teams cuts streams at two minutes).
@@ -101,6 +103,7 @@ class Stream:
     started: float
     last: float
     final: JSON | None = None
+    cancelled: bool = False
 
     def of_type(self, stream_type: str) -> list[JSON]:
         return [p for p in self.pieces if _stream_info(p).get("streamType") == stream_type]
@@ -308,6 +311,10 @@ class FakeBotConnector:
         """Every version of an activity: as posted, then after each update."""
         return copy.deepcopy(self._versions[conversation_id, activity_id])
 
+    def cancel_stream(self, stream_id: str) -> None:
+        """The user stops a stream with Teams' stop button (see the module's docstring)."""
+        self._streams[stream_id].cancelled = True
+
     def streams(self, conversation_id: str) -> list[Stream]:
         """The streamed messages of a conversation, oldest first."""
         found = [s for s in self._streams.values() if s.conversation_id == conversation_id]
@@ -450,6 +457,8 @@ class FakeBotConnector:
 
     def _next_piece(self, stream: Stream, body: JSON, info: JSON) -> web.Response:
         now = time.monotonic()
+        if stream.cancelled:
+            return _error(403, "ContentStreamNotAllowed", "Content stream was cancelled by user.")
         if stream.final is not None:
             return self._refuse(403, "ContentStreamNotAllowed", "the stream has ended")
         if now - stream.started > self.stream_seconds:

@@ -39,6 +39,12 @@ def stream_of(env: Env, conversation_id: str = PERSONAL, n: int = 1) -> Stream |
     return streams[n - 1] if len(streams) >= n else None
 
 
+def streamed(env: Env) -> list[str]:
+    """The texts of the personal chat's first stream so far."""
+    stream = stream_of(env)
+    return stream.texts() if stream is not None else []
+
+
 async def ended_stream(env: Env, n: int = 1) -> Stream:
     """The `n`-th streamed message of the personal chat, once its final message is in."""
 
@@ -96,7 +102,7 @@ async def test_a_personal_chat_streams_the_reply(start_env: StartEnv) -> None:
 
     await env.connector.wait_for(lambda: PERSONAL in env.connector.typing, WAIT)
     await informed(env, "Thinking…")
-    await env.connector.wait_for(lambda: REPLY in stream_of(env).texts(), WAIT)  # type: ignore[union-attr]
+    await env.connector.wait_for(lambda: REPLY in streamed(env), WAIT)
     hold.set()
 
     stream = await ended_stream(env)
@@ -202,3 +208,17 @@ async def test_hitl_stop_typed_stops_the_turn(env: Env) -> None:
     assert stream.final is not None and stream.final["text"] == STOPPED_BY_ALICE
     await env.say("hitl stop")
     assert await chat.reply(2) == NOTHING_RUNNING
+
+
+async def test_teams_own_stop_button_stops_the_turn(env: Env) -> None:
+    env.model.script(reply_text(REPLY, delay=0.05), reply_text("never asked"))
+    chat = await env.say("hi")
+    started = await env.connector.wait_for(lambda: streamed(env), WAIT)
+    assert started and REPLY.startswith(started[0])
+    stream = stream_of(env)
+    assert stream is not None
+    env.connector.cancel_stream(stream.id)  # the person presses stop on the streamed message
+
+    assert await chat.reply() == STOPPED_BY_ALICE  # the stream is gone: said in a message
+    assert len(chat.texts()) == 1 and len(env.requests) == 1
+    assert env.connector.refused == []
