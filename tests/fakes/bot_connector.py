@@ -55,7 +55,7 @@ import os
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -95,7 +95,8 @@ class Call:
 
 @dataclass
 class Stream:
-    """One streamed message: its pieces as sent (the final message last), and when it began."""
+    """One streamed message: its pieces as sent (the final message last), when each arrived
+    (`time.monotonic()`), and when it began."""
 
     id: str
     conversation_id: str
@@ -104,6 +105,7 @@ class Stream:
     last: float
     final: JSON | None = None
     cancelled: bool = False
+    arrived: list[float] = field(default_factory=list)
 
     def of_type(self, stream_type: str) -> list[JSON]:
         return [p for p in self.pieces if _stream_info(p).get("streamType") == stream_type]
@@ -451,7 +453,9 @@ class FakeBotConnector:
         if info.get("streamSequence") != 1 or info.get("streamType") == "final":
             return self._refuse(400, "BadArgument", "a stream begins with streamSequence 1")
         now = time.monotonic()
-        stream = Stream(self.new_id(), conversation_id, [copy.deepcopy(body)], now, now)
+        stream = Stream(
+            self.new_id(), conversation_id, [copy.deepcopy(body)], now, now, arrived=[now]
+        )
         self._streams[stream.id] = stream
         return web.json_response({"id": stream.id}, status=201)
 
@@ -469,6 +473,7 @@ class FakeBotConnector:
         if problem:
             return self._refuse(400, "BadArgument", problem)
         stream.pieces.append(copy.deepcopy(body))
+        stream.arrived.append(now)
         stream.last = now
         if info.get("streamType") == "final":
             stream.final = {**copy.deepcopy(body), "id": stream.id}
