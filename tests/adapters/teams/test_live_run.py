@@ -222,3 +222,21 @@ async def test_teams_own_stop_button_stops_the_turn(env: Env) -> None:
     assert await chat.reply() == STOPPED_BY_ALICE  # the stream is gone: said in a message
     assert len(chat.texts()) == 1 and len(env.requests) == 1
     assert env.connector.refused == []
+
+
+async def test_in_a_channel_stop_is_the_turns_people_only(env: Env) -> None:
+    env.model.script(reply_tool_use("requestApproval", APPROVAL), reply_text("Deployed."))
+    chat = await env.say("deploy please", conversation_id=CHANNEL)
+    activity_id, _ = await chat.request()
+    stop_id = await stop_card_of(chat)
+
+    await env.say("hitl stop", conversation_id=chat.conversation_id, user=STRANGER)
+    assert await chat.reply() == NOT_YOURS  # said in the thread: Teams has no private reply
+    assert (await click_stop(chat, STRANGER))["value"] == NOT_YOURS  # only they see it
+
+    assert STOPPED_BY_ALICE in text_of((await click_stop(chat, ALICE))["value"])
+    await chat.settled(activity_id, f"Stopped by {ALICE.name}")
+    assert await chat.reply(2) == STOPPED_BY_ALICE
+    await env.connector.wait_for(lambda: STOPPED_BY_ALICE in text_of(chat.card(stop_id)), WAIT)
+    assert env.connector.streams(chat.conversation_id) == []
+    assert env.connector.refused == []
