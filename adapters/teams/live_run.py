@@ -31,10 +31,12 @@ from adapters.teams.connector import card_activity, text_activity, typing_activi
 from adapters.teams.reply_stream import ReplyStream
 from adapters.teams.stop_card import stop_card
 from adapters.teams.surface import TeamsRoom, TeamsSurface
-from adapters.teams.text import clean
+from adapters.teams.text import TITLE as SUBJECT
+from adapters.teams.text import clean, cut
 from bot import RenderState, RequestUpdate
 from bot.agent.steps import ToolStep
 from bot.bridge.turns import Ending, TurnEnd
+from bot.words.phrases import listed
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +123,7 @@ class LiveRun:
             (str(update.arguments[k]) for k in _SUBJECT_KEYS if update.arguments.get(k)),
             update.tool_name,
         )
-        return clean(f"Waiting for {' and '.join(names)} to {verb}: {subject}")
+        return clean(f"Waiting for {listed(names)} to {verb}: {cut(subject, SUBJECT)}")
 
     def _want_stop(self) -> None:
         self._stop_wanted = not self._stop_tried
@@ -133,7 +135,9 @@ class LiveRun:
     # -- the pump
 
     def _kick(self) -> None:
-        if not self._ended and (self._pump is None or self._pump.done()):
+        if self._ended or self._due() is None:
+            return  # nothing to show (a reply that is not streamed waits for `post`)
+        if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._pumped())
 
     async def _pumped(self) -> None:
