@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from pathlib import Path
 from typing import Any
 
 from adapters.teams.conversations import NOT_YOURS, NOTHING_RUNNING
 from adapters.teams.stop_card import STOP_VERB
 from tests.adapters.teams.conftest import (
     ALICE,
+    BOB,
     CHANNEL,
+    GROUP,
     PERSONAL,
     STRANGER,
     WAIT,
@@ -240,3 +243,35 @@ async def test_in_a_channel_stop_is_the_turns_people_only(env: Env) -> None:
     await env.connector.wait_for(lambda: STOPPED_BY_ALICE in text_of(chat.card(stop_id)), WAIT)
     assert env.connector.streams(chat.conversation_id) == []
     assert env.connector.refused == []
+
+
+def bob_approves(tmp_path: Path) -> str:
+    """A policy file: Bob (by AAD object id, as rules name Teams users) approves deploys."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "rules:\n  - match: {tool: requestApproval}\n"
+        f"    approvers: [teams:{BOB.aad}]\n    allow_self: false\n"
+    )
+    return str(policy)
+
+
+async def test_the_approver_is_named_from_the_roster(start_env: StartEnv, tmp_path: Path) -> None:
+    env = await start_env(HITL_POLICY_FILE=bob_approves(tmp_path))
+    env.connector.add_member(PERSONAL, BOB.account)  # Bob never wrote to the bot
+    env.model.script(reply_tool_use("requestApproval", APPROVAL), reply_text("Deployed."))
+    await env.say("deploy please")
+    await informed(env, f"Waiting for {BOB.name} to approve: Deploy v2")
+
+
+async def test_an_approver_may_stop_the_turn(start_env: StartEnv, tmp_path: Path) -> None:
+    env = await start_env(HITL_POLICY_FILE=bob_approves(tmp_path))
+    env.model.script(reply_tool_use("requestApproval", APPROVAL), reply_text("Deployed."))
+    chat = await env.say("deploy please", conversation_id=GROUP)
+    activity_id, _ = await chat.request()
+    await stop_card_of(chat)
+
+    assert f"Stopped by {BOB.name}." in text_of((await click_stop(chat, BOB))["value"])
+    await chat.settled(activity_id, f"Stopped by {BOB.name}")
+    assert await chat.reply() == f"Stopped by {BOB.name}."
+    stopped = [e for e in await env.store.list_audit(limit=100) if e.action == "turn.stopped"]
+    assert [e.actor_id for e in stopped] == [BOB.aad]
