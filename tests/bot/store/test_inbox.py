@@ -158,7 +158,10 @@ async def test_applied_rows_are_marked_together_a_moment_later(store: SqlStore) 
         inbox.applied(f"k{n}")
     assert await inbox.sweep() == 0  # applied here, not marked yet: not left over
     assert writes == []
-    await asyncio.sleep(0.3)
+    async with asyncio.timeout(5):  # the marking task's write, waited for (not a fixed sleep)
+        while not writes:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)  # a second write would follow at once: give it the chance
     assert len(writes) == 1  # the three at once
     await inbox.receive("k3", click(3))
     inbox.applied("k3")
