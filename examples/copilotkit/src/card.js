@@ -1,7 +1,7 @@
 // A tool call's card in the conversation: its status moves inProgress → executing → complete
 // as CopilotKit's useHumanInTheLoop describes, and each change draws it again.
 import { h } from "./dom.js";
-import { render } from "./tools.js";
+import { declined, render } from "./tools.js";
 
 export class ToolCard {
   constructor(log, id, name, args = {}) {
@@ -32,6 +32,7 @@ export class ToolCard {
     const props = { name, args, status, result, message,
       respond: executing ? this.respond : undefined, decline: executing ? this.decline : undefined };
     this.element.dataset.status = status;
+    this.element.classList.toggle("declined", status === "complete" && declined(result));
     this.element.replaceChildren(
       h("div", { className: "tool-head" }, h("span", { className: "tool-name" }, name),
         h("span", { className: "status" }, status)),

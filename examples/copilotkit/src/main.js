@@ -25,8 +25,9 @@ function cardFor(id, name, args) {
 
 const subscriber = {
   onTextMessageStartEvent: ({ event }) => void bubbles.set(event.messageId, say("assistant", "")),
-  onTextMessageContentEvent: ({ event, textMessageBuffer }) => {
-    bubbles.get(event.messageId).textContent = textMessageBuffer;
+  // Each delta appended as text (the subscriber's buffer is the text before this delta).
+  onTextMessageContentEvent: ({ event }) => {
+    bubbles.get(event.messageId)?.append(event.delta);
   },
   onToolCallStartEvent: ({ event }) => void cardFor(event.toolCallId, event.toolCallName),
   onToolCallArgsEvent: ({ event, partialToolCallArgs }) =>

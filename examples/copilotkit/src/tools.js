@@ -91,14 +91,22 @@ export const RENDERERS = { requestApproval, AskUserQuestion: askUserQuestion, se
   confirmAction, collectUserData };
 
 export function render(props) {
-  if (props.status === "complete") return h("p", { className: "result" }, summary(props));
-  return (RENDERERS[props.name] ?? fallback)(props);
+  const draw = RENDERERS[props.name] ?? fallback;
+  if (props.status !== "complete") return draw(props);
+  // What was asked (drawn as while it streamed in), then what came of it.
+  return h("div", {}, draw({ ...props, status: "inProgress" }),
+    h("p", { className: "result" }, summary(props)));
+}
+
+export function declined(result) {
+  const value = parsed(result ?? "");
+  return Boolean(value && typeof value === "object" && "error" in value);
 }
 
 // The result the model read, in words: a decline's reason, else the tool's answer.
 function summary({ name, result }) {
   const value = parsed(result ?? "");
-  if (value && typeof value === "object" && "error" in value) return `✗ Declined — ${value.error}`;
+  if (declined(result)) return `✗ Declined — ${value.error}`;
   if (name === "requestApproval") return value.approved ? "✓ Approved" : "✗ Not approved";
   if (name === "AskUserQuestion") return `Answered: ${value.answer}`;
   if (name === "selectOption") return `Selected: ${value.selectedValue}`;
