@@ -26,7 +26,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from bot.doors.tokens import Tokens
+from bot.doors.tokens import PREFIX, Tokens
 from bot.store.doors import DoorTables
 from tests.adapters.admin.test_console_browser import browser, chromium
 from tests.adapters.slack.conftest import Env, StartEnv, start_env
@@ -207,3 +207,28 @@ async def test_a_decline_with_a_reason_is_the_tools_result(
         await asyncio.to_thread(decline, browser, url, shots)
     result = env.tool_result(2)
     assert result.get("is_error") is True and "Rejected: not on Friday" in result["content"]
+
+
+async def test_the_proxy_adds_the_token_and_streams_each_event_as_it_comes(
+    start_env: StartEnv,
+) -> None:
+    """No token from the page, yet the run is the token's; RUN_STARTED reaches the page while
+    the model has not answered yet (the stream is piped, not collected); the page and its
+    bundle carry no token."""
+    env = await start_env()
+    answer = asyncio.Event()
+    env.model.script(reply_text("Hello.", hold=answer))
+    run = {"threadId": "t1", "runId": "r1",
+           "messages": [{"id": "m1", "role": "user", "content": "hi"}]}  # fmt: skip
+    async with page_served(env) as url:
+        async with env.http.post(f"{url}ag-ui", json=run) as response:
+            assert (response.status, response.content_type) == (200, "text/event-stream")
+            first = await asyncio.wait_for(response.content.readuntil(b"\n\n"), WAIT)
+            assert b'"RUN_STARTED"' in first and not answer.is_set()
+            answer.set()
+            rest = await response.text()
+        page = [await (await env.http.get(f"{url}{path}")).text() for path in ("", "app.js")]
+    assert '"delta":"Hello."' in rest and '"RUN_FINISHED"' in rest
+    tokens = await Tokens(DoorTables(env.server.service.store)).list()
+    assert [t.name for t in tokens] == ["copilotkit"]
+    assert all(PREFIX not in text for text in page)
