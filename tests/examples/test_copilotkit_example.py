@@ -67,8 +67,8 @@ async def page_served(env: Env) -> AsyncIterator[str]:
     npm_ready(EXAMPLE)
     token, _ = await Tokens(DoorTables(env.server.service.store)).create("copilotkit")
     served = {"HITL_URL": env.server.url, "HITL_TOKEN": token, "PORT": "0"}
-    # One build at a time: esbuild rewrites dist/app.js, which a test on another pytest-xdist
-    # worker may be serving.
+    # One test at a time: its build rewrites dist/app.js, which a test beside it (another
+    # pytest-xdist worker) would be serving half-written.
     with (EXAMPLE / "node_modules" / ".tests.lock").open("w") as lock:
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
         process = await asyncio.create_subprocess_exec(
@@ -76,9 +76,7 @@ async def page_served(env: Env) -> AsyncIterator[str]:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
         try:
-            url = await asyncio.wait_for(_address(process), WAIT * 4)
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            yield url
+            yield await asyncio.wait_for(_address(process), WAIT * 4)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)

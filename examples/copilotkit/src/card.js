@@ -26,6 +26,12 @@ export class ToolCard {
     }
   }
 
+  reopen() {
+    this.sent = false;
+    delete this.element.dataset.sent;
+    this.draw();
+  }
+
   draw() {
     const { name, args, status, result, message } = this;
     const executing = status === "executing";

@@ -10,6 +10,7 @@ const input = document.getElementById("message");
 const agent = new HttpAgent({ url: "/ag-ui", threadId: crypto.randomUUID() });
 const cards = new Map(); // tool call id → its card
 const bubbles = new Map(); // message id → its element
+let failed = false; // the current run ended with RUN_ERROR
 
 function say(role, text) {
   const bubble = h("div", { className: `message ${role}` }, text);
@@ -39,21 +40,30 @@ const subscriber = {
   onRunFinishedEvent: (params) => {
     if (params.outcome === "interrupt") ask(params.interrupts);
   },
-  onRunErrorEvent: ({ event }) => void say("error", event.message),
+  onRunErrorEvent: ({ event }) => {
+    failed = true;
+    say("error", event.message);
+  },
 };
 
 // The run ended waiting for people: each interrupt's card goes to "executing"; once every one
 // is answered, the next run resumes them all (AG-UI wants each open interrupt addressed).
+// A resume the bridge refused (an answer its schema rejects: RUN_ERROR `invalid_answer`) settles
+// nothing, so the cards open again for another answer.
 function ask(interrupts) {
   const answers = new Map();
+  const asked = [];
   for (const interrupt of interrupts) {
     const { tool, arguments: args } = interrupt.metadata ?? {};
     const card = cardFor(interrupt.toolCallId ?? interrupt.id, tool ?? "tool", args);
-    const answer = (entry) => {
+    asked.push(card);
+    const answer = async (entry) => {
       card.markSent();
       answers.set(interrupt.id, { interruptId: interrupt.id, ...entry });
-      if (answers.size < interrupts.length) return Promise.resolve();
-      return run({ resume: interrupts.map((i) => answers.get(i.id)) });
+      if (answers.size < interrupts.length) return;
+      if (await run({ resume: interrupts.map((i) => answers.get(i.id)) })) return;
+      answers.clear();
+      for (const each of asked) if (each.status === "executing") each.reopen();
     };
     card.update({ status: "executing", args: args ?? card.args, message: interrupt.message,
       respond: (payload) => answer({ status: "resolved", payload }),
@@ -61,18 +71,22 @@ function ask(interrupts) {
   }
 }
 
+// Whether the run ended without an error.
 async function run(parameters) {
   document.body.dataset.running = "true";
   input.disabled = true;
+  failed = false;
   try {
     await agent.runAgent(parameters, subscriber);
   } catch (error) {
+    failed = true;
     say("error", String(error?.message ?? error));
   } finally {
     document.body.dataset.running = "false";
     input.disabled = agent.pendingInterrupts.length > 0; // a thread waiting takes no new message
     if (!input.disabled) input.focus();
   }
+  return !failed;
 }
 
 composer.addEventListener("submit", (event) => {
