@@ -28,7 +28,6 @@ export class ToolCard {
 
   reopen() {
     this.sent = false;
-    delete this.element.dataset.sent;
     this.draw();
   }
 
@@ -37,6 +36,8 @@ export class ToolCard {
     const executing = status === "executing";
     const props = { name, args, status, result, message,
       respond: executing ? this.respond : undefined, decline: executing ? this.decline : undefined };
+    if (!executing) this.sent = false;
+    this.element.toggleAttribute("data-sent", this.sent);
     this.element.dataset.status = status;
     this.element.classList.toggle("declined", status === "complete" && declined(result));
     this.element.replaceChildren(
