@@ -24,7 +24,8 @@ async function serveFile(response, [path, type]) {
     const body = await readFile(new URL(path, HERE));
     response.writeHead(200, { "Content-Type": type, "Cache-Control": "no-store" }).end(body);
   } catch {
-    response.writeHead(500, { "Content-Type": "text/plain" }).end(`${path} is missing: npm run build`);
+    const missing = `${path} is missing: npm run build`;
+    response.writeHead(500, { "Content-Type": "text/plain" }).end(missing);
   }
 }
 

@@ -35,7 +35,8 @@ export class ToolCard {
     const { name, args, status, result, message } = this;
     const executing = status === "executing";
     const props = { name, args, status, result, message,
-      respond: executing ? this.respond : undefined, decline: executing ? this.decline : undefined };
+      respond: executing ? this.respond : undefined,
+      decline: executing ? this.decline : undefined };
     if (!executing) this.sent = false;
     this.element.toggleAttribute("data-sent", this.sent);
     this.element.dataset.status = status;

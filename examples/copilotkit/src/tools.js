@@ -29,7 +29,8 @@ function selectOption({ status, args, respond, decline }) {
   if (status !== "executing") return h("p", {}, String(args.question ?? ""));
   const buttons = options.map((option, index) => {
     const button = h("button", { className: "option", type: "button" }, String(option));
-    button.addEventListener("click", () => respond({ selectedIndex: index, selectedValue: option }));
+    const choose = () => respond({ selectedIndex: index, selectedValue: option });
+    button.addEventListener("click", choose);
     return button;
   });
   return h("div", {}, h("p", {}, String(args.question)),
@@ -69,8 +70,10 @@ function collectUserData({ status, args, respond, decline }) {
   if (status !== "executing") return h("p", {}, `A form of ${fields.length} field(s)`);
   const inputs = fields.map((spec) => [spec, formInput(spec)]);
   const submit = h("button", { className: "submit", type: "button" }, "Submit");
-  submit.addEventListener("click", () => respond(Object.fromEntries(
-    inputs.filter(([, input]) => formValue(input) !== "").map(([s, input]) => [s.name, formValue(input)]))));
+  // A field left empty is left out: the bridge says which required ones are missing.
+  const filled = () => inputs.map(([spec, input]) => [spec.name, formValue(input)])
+    .filter(([, value]) => value !== "");
+  submit.addEventListener("click", () => respond(Object.fromEntries(filled())));
   return h("div", { className: "form" },
     inputs.map(([spec, input]) => h("label", {}, String(spec.label ?? spec.name), input)),
     h("div", { className: "actions" }, submit), declineRow(decline));
@@ -80,11 +83,13 @@ function collectUserData({ status, args, respond, decline }) {
 // as JSON, and Decline.
 function fallback({ status, args, respond, decline, message }) {
   if (status !== "executing") return h("pre", {}, JSON.stringify(args, null, 1));
-  const answer = h("textarea", { className: "answer", rows: 2, placeholder: '{"approved": true}' });
+  const hint = '{"approved": true}';
+  const answer = h("textarea", { className: "answer", rows: 2, placeholder: hint });
   const send = h("button", { className: "send-answer", type: "button" }, "Send");
   send.addEventListener("click", () => respond(parsed(answer.value)));
-  return h("div", {}, h("p", {}, String(message ?? "")), h("pre", {}, JSON.stringify(args, null, 1)),
-    answer, h("div", { className: "actions" }, send), declineRow(decline));
+  return h("div", {}, h("p", {}, String(message ?? "")),
+    h("pre", {}, JSON.stringify(args, null, 1)), answer,
+    h("div", { className: "actions" }, send), declineRow(decline));
 }
 
 export const RENDERERS = { requestApproval, AskUserQuestion: askUserQuestion, selectOption,
