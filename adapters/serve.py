@@ -34,6 +34,7 @@ from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
 from bot.bridge.people import PeopleDirectory, PeopleNames
+from bot.config.agent_file import DEFAULT_SUGGESTED_PROMPTS
 from bot.durable.escalations import Escalations
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
@@ -82,9 +83,7 @@ def people_names(slack: SlackAdapter | None, teams: TeamsAdapter | None) -> Peop
     """People's names from the surfaces served (the admin console shows people by them)."""
     directories: list[PeopleDirectory] = []
     if slack is not None:
-        from adapters.slack.people import SlackPeople
-
-        directories.append(SlackPeople(slack.client))
+        directories.append(slack.people)
     if teams is not None:
         from adapters.teams.people import TeamsPeople
 
@@ -225,6 +224,7 @@ async def build_service(
             grants=grants,
             copies=copies,
             trace_configs=trace_configs,
+            suggested_prompts=config.suggested_prompts if config else DEFAULT_SUGGESTED_PROMPTS,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
                       escalations=escalations, metrics=metrics, tracing=seen.tracing)  # fmt: skip
