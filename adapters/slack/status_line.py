@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.calls import slack_error
 from adapters.slack.rooms import SlackRoom
-from adapters.slack.text import escape, fit
+from adapters.slack.text import fit, truncate
 from bot.agent.steps import ToolStep
 from bot.bridge.people import PeopleNames
 from bot.bridge.turns import TurnEnd
@@ -91,13 +91,13 @@ class NamesFormatter:
         self.unknown: list[str] = []
 
     def text(self, literal: str) -> str:
-        return escape(fit(literal, NAME_CHARS))  # a tool's name is the model's text
+        return fit(literal, NAME_CHARS)  # escaped: a tool's name is the model's text
 
     def person(self, user_id: str) -> str:
         name = self.names.known(user_id)
         if name is None:
             self.unknown.append(user_id)
-        return escape(fit(name or user_id, NAME_CHARS))
+        return fit(name or user_id, NAME_CHARS)
 
     def moment(self, when: object) -> str:  # no status names a moment
         return str(when)
@@ -201,7 +201,7 @@ class StatusLine:
 
     async def _show(self, status: Status) -> bool:
         formatter = NamesFormatter(self.lines.names)
-        said = fit(status.said.render(formatter), STATUS_CHARS)
+        said = truncate(status.said.render(formatter), STATUS_CHARS)
         if formatter.unknown:  # shown by id now; again by name once they are looked up
             self._learn(formatter.unknown)
         return await self.lines.set(self.room, said, status.loading)

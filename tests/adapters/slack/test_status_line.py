@@ -115,3 +115,29 @@ async def test_a_status_line_without_the_scope_is_off_too(start_env: StartEnv) -
     assert env.slack.refused == [("assistant.threads.setStatus", "missing_scope")]
     service: Any = env.server.service
     assert service.slack.status_lines.on is False
+
+
+# -- one status line on its own: coalescing, escaping ----------------------------------------
+
+
+async def test_one_writer_sets_only_the_latest_status_and_escapes_the_model_s_text() -> None:
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from adapters.slack.rooms import SlackRoom
+    from adapters.slack.status_line import StatusLines
+    from bot.agent.steps import ToolStep
+    from bot.bridge.people import PeopleNames
+    from bot.bridge.turns import Ending, TurnEnd
+    from tests.fakes.slack_api import FakeSlack
+
+    async with FakeSlack() as slack:  # a turn that ends before its writer ran sets nothing
+        client = AsyncWebClient(token=slack.token, base_url=slack.base_url)
+        lines = StatusLines(client, PeopleNames([]))
+        line = lines.watch(SlackRoom(CHANNEL, "1.0"), ALICE)
+        assert line is not None and lines.watch(SlackRoom(CHANNEL, ""), ALICE) is None
+        line.thinking()  # told at once, one after the other: only the last one is set
+        line.tool_started(ToolStep("call-1", "lookup"))
+        line.tool_started(ToolStep("call-2", "<!channel> & co"))
+        await slack.wait_for_call("assistant.threads.setStatus")
+        await line.ended(TurnEnd(Ending.FINISHED))
+        assert slack.status_history(CHANNEL, "1.0") == ["is running &lt;!channel&gt; &amp; co…", ""]
