@@ -146,6 +146,7 @@ class StatusLine:
         self.lines = lines
         self.room = room
         self._wanted: Status | None = None  # the latest status asked for, not yet set
+        self._running: Status | None = None  # the tool call under way (said again after a wait)
         self._changed = asyncio.Event()
         self._ending = False
         self._lookups: set[asyncio.Task[None]] = set()
@@ -156,6 +157,7 @@ class StatusLine:
         self._changed.set()
 
     def thinking(self) -> None:
+        self._running = None
         self._want(Status(THINKING, THINKING_LOADING))
 
     def text(self, delta: str) -> None:
@@ -165,14 +167,19 @@ class StatusLine:
         return None
 
     def tool_started(self, step: ToolStep) -> None:
-        self._want(running(step))
+        self._running = running(step)
+        self._want(self._running)
 
     def tool_finished(self, step: ToolStep) -> None:
         return None  # the model is asked next: `thinking`
 
     def request_changed(self, update: RequestUpdate) -> None:
-        if update.state is RenderState.EXECUTING and not update.copy:
+        if update.copy:
+            return
+        if update.state is RenderState.EXECUTING:
             self._want(waiting(update))
+        elif update.state is not RenderState.IN_PROGRESS and self._running is not None:
+            self._want(self._running)  # answered: the call goes on (a gated tool now runs)
 
     async def ended(self, end: TurnEnd) -> None:
         self._ending = True

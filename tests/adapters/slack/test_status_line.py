@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.rooms import SlackRoom
+from adapters.slack.status_line import StatusLines
+from bot.agent.steps import ToolStep
+from bot.bridge.people import PeopleNames
+from bot.bridge.turns import Ending, TurnEnd
+from bot.human_input import RenderState, RequestUpdate
 from tests.adapters.slack.conftest import ALICE, CHANNEL, WAIT, Env, StartEnv
 from tests.fakes.anthropic_api import reply_text, reply_tool_use
+from tests.fakes.slack_api import FakeSlack
 
 FINAL = "Looked it up and approved."
 APPROVAL = {"action": "Deploy v2", "reason": "Release day"}
@@ -121,15 +130,6 @@ async def test_a_status_line_without_the_scope_is_off_too(start_env: StartEnv) -
 
 
 async def test_one_writer_sets_only_the_latest_status_and_escapes_the_model_s_text() -> None:
-    from slack_sdk.web.async_client import AsyncWebClient
-
-    from adapters.slack.rooms import SlackRoom
-    from adapters.slack.status_line import StatusLines
-    from bot.agent.steps import ToolStep
-    from bot.bridge.people import PeopleNames
-    from bot.bridge.turns import Ending, TurnEnd
-    from tests.fakes.slack_api import FakeSlack
-
     async with FakeSlack() as slack:  # a turn that ends before its writer ran sets nothing
         client = AsyncWebClient(token=slack.token, base_url=slack.base_url)
         lines = StatusLines(client, PeopleNames([]))
@@ -141,3 +141,31 @@ async def test_one_writer_sets_only_the_latest_status_and_escapes_the_model_s_te
         await slack.wait_for_call("assistant.threads.setStatus")
         await line.ended(TurnEnd(Ending.FINISHED))
         assert slack.status_history(CHANNEL, "1.0") == ["is running &lt;!channel&gt; &amp; co…", ""]
+
+
+def gate_update(state: RenderState) -> RequestUpdate:
+    """An approval gate's request before `deploy` runs, for ALICE, in `state`."""
+    return RequestUpdate(
+        state=state, pending_id="req-1", tool_name="approveToolCall",
+        arguments={"tool": "deploy"}, room_id=f"slack:{CHANNEL}:1.0", tool_call_id="call-1",
+        channel_id="slack", channel_type="slack", actor_id=ALICE, created_at=datetime.now(UTC),
+    )  # fmt: skip
+
+
+async def test_a_gated_call_waits_for_approval_then_runs_on() -> None:
+    async with FakeSlack(users={ALICE: "Alice Able"}) as slack:
+        client = AsyncWebClient(token=slack.token, base_url=slack.base_url)
+        lines = StatusLines(client, PeopleNames([]))  # no directory: the id is shown
+        line = lines.watch(SlackRoom(CHANNEL, "1.0"), ALICE)
+        assert line is not None
+        line.tool_started(ToolStep("call-1", "deploy"))
+        await slack.wait_for_call("assistant.threads.setStatus", 1)
+        line.request_changed(gate_update(RenderState.EXECUTING))
+        await slack.wait_for_call("assistant.threads.setStatus", 2)
+        line.request_changed(gate_update(RenderState.COMPLETE))
+        await slack.wait_for_call("assistant.threads.setStatus", 3)
+        await line.ended(TurnEnd(Ending.FINISHED))
+        assert slack.status_history(CHANNEL, "1.0") == [
+            "is running deploy…", f"is waiting for {ALICE} to approve deploy",
+            "is running deploy…", "",
+        ]  # fmt: skip
