@@ -33,7 +33,7 @@ from adapters.teams.config import TeamsConfig, teams_config
 from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
-from bot.bridge.people import PeopleDirectory, PeopleNames
+from bot.bridge.people import PeopleNames
 from bot.config.agent_file import DEFAULT_SUGGESTED_PROMPTS
 from bot.durable.escalations import Escalations
 from bot.gates.gate import approval_gate
@@ -80,15 +80,14 @@ def check_slack_settings(settings: Settings) -> tuple[str, str]:
 
 
 def people_names(slack: SlackAdapter | None, teams: TeamsAdapter | None) -> PeopleNames:
-    """People's names from the surfaces served (the admin console shows people by them)."""
-    directories: list[PeopleDirectory] = []
-    if slack is not None:
-        directories.append(slack.people)
+    """People's names from the surfaces served (the admin console shows people by them): the
+    Slack adapter's cache (its status lines' names) when Slack is served, one cache for all."""
+    names = slack.status_lines.names if slack is not None else PeopleNames([])
     if teams is not None:
         from adapters.teams.people import TeamsPeople
 
-        directories.append(TeamsPeople(teams.people))
-    return PeopleNames(directories)
+        names.add(TeamsPeople(teams.people))
+    return names
 
 
 def check_model_settings(settings: Settings) -> None:

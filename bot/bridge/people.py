@@ -70,6 +70,10 @@ class PeopleNames:
             await asyncio.wait(pending, timeout=self.wait)
         return {i: name for i in wanted if (name := self._cached(i)) is not None}
 
+    def add(self, directory: PeopleDirectory) -> None:
+        """Ask `directory` too (a surface served besides the first): one cache for all."""
+        self.directories = (*self.directories, directory)
+
     def known(self, person_id: str) -> str | None:
         """The name cached for `person_id`, if a fresh one is: never waits, never asks."""
         return self._cached(person_id)

@@ -79,3 +79,15 @@ async def test_known_never_waits_and_ask_fills_it() -> None:
     assert people.known("U1") is None
     await asyncio.gather(*people.ask(["U1"]))
     assert people.known("U1") == "alice" and directory.asked == ["U1", "U1"]
+
+
+class OtherSurface(Directory):
+    def owns(self, person_id: str) -> bool:
+        return person_id.startswith("29:")
+
+
+async def test_a_directory_added_later_shares_the_cache() -> None:
+    people = PeopleNames([Directory({"U1": "alice"})])
+    assert await people.names(["29:bob"]) == {}  # nobody owns it yet: not cached as unknown
+    people.add(OtherSurface({"29:bob": "bob"}))
+    assert await people.names(["U1", "29:bob"]) == {"U1": "alice", "29:bob": "bob"}
