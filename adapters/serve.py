@@ -33,7 +33,8 @@ from adapters.teams.config import TeamsConfig, teams_config
 from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
-from bot.bridge.people import PeopleDirectory, PeopleNames
+from bot.bridge.people import PeopleNames
+from bot.config.agent_file import DEFAULT_SUGGESTED_PROMPTS
 from bot.durable.escalations import Escalations
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
@@ -79,17 +80,14 @@ def check_slack_settings(settings: Settings) -> tuple[str, str]:
 
 
 def people_names(slack: SlackAdapter | None, teams: TeamsAdapter | None) -> PeopleNames:
-    """People's names from the surfaces served (the admin console shows people by them)."""
-    directories: list[PeopleDirectory] = []
-    if slack is not None:
-        from adapters.slack.people import SlackPeople
-
-        directories.append(SlackPeople(slack.client))
+    """People's names from the surfaces served (the admin console shows people by them): the
+    Slack adapter's cache (its status lines' names) when Slack is served, one cache for all."""
+    names = slack.status_lines.names if slack is not None else PeopleNames([])
     if teams is not None:
         from adapters.teams.people import TeamsPeople
 
-        directories.append(TeamsPeople(teams.people))
-    return PeopleNames(directories)
+        names.add(TeamsPeople(teams.people))
+    return names
 
 
 def check_model_settings(settings: Settings) -> None:
@@ -225,6 +223,7 @@ async def build_service(
             grants=grants,
             copies=copies,
             trace_configs=trace_configs,
+            suggested_prompts=config.suggested_prompts if config else DEFAULT_SUGGESTED_PROMPTS,
         )
     service = Service(store=store, bridge=bridge, slack=slack, channel=channel, agent=agent,
                       escalations=escalations, metrics=metrics, tracing=seen.tracing)  # fmt: skip

@@ -44,18 +44,24 @@ from adapters.http_limits import (
     read_body,
     report_unexpected,
 )
+from adapters.slack.assistant import CONTEXT_CHANGED, STARTED, AssistantThreads
 from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
 from adapters.slack.metered import CallRecorder, CountedSlackCalls
 from adapters.slack.parse import PayloadError, check_envelope
+from adapters.slack.people import SlackPeople
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
 from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
+from adapters.slack.status_line import StatusLines
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
+from bot.bridge.people import PeopleNames
 from bot.commands import Commands, Place
+from bot.config.agent_file import DEFAULT_SUGGESTED_PROMPTS, SuggestedPrompt
 from bot.gates.grants import Grants
+from bot.human_input import RequestUpdate
 from bot.records import RequestStore, StoreUnavailableError
 from bot.requests.copies import CopyRefs
 from bot.requests.router import Router
@@ -109,11 +115,13 @@ class SlackAdapter:
         grants: Grants | None = None,
         copies: CopyRefs | None = None,
         trace_configs: Sequence[aiohttp.TraceConfig] = (),
+        suggested_prompts: Sequence[SuggestedPrompt] = DEFAULT_SUGGESTED_PROMPTS,
     ) -> None:
         """`router` answers every click, submission and thread reply (one for all surfaces);
         `grants` are listed and revoked with /hitl; `copies` keeps where a request's copies
         (a policy's `deliver`) were posted; `trace_configs` trace the Web API calls
-        (adapters/tracing.py)."""
+        (adapters/tracing.py); `suggested_prompts` are offered in the assistant view's new
+        threads (the agent file's)."""
         self.client = client
         self.store = store
         self.router = router
@@ -145,13 +153,19 @@ class SlackAdapter:
         self._failures = Throttled(log, LOG_EVERY, burst=10, level=logging.ERROR)
         self.surface = SlackSurface(client, store, router.tools, copies)
         bridge.attach(self.surface)
+        # People's names for what is plain text (status lines): users.info, cached
+        self.people = SlackPeople(client)
+        self.status_lines = StatusLines(client, PeopleNames([self.people]))
+        self.assistant = AssistantThreads(client, suggested_prompts)
         self.conversations = SlackConversations(
             channel=channel,
             surface=self.surface,
             store=store,
             router=router,
             bot_user_id=lambda: self.bot_user_id,
+            status_lines=self.status_lines,
         )
+        bridge.add_observer(self._request_changed)
         self.interactions = Interactions(
             client=client, surface=self.surface, router=router, later=self._later, store=store
         )
@@ -166,6 +180,8 @@ class SlackAdapter:
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.event(HOME)(self._on_home_opened)
+        app.event(STARTED)(self._on_assistant_thread_started)
+        app.event(CONTEXT_CHANGED)(self._on_assistant_context_changed)
         app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
         app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
         app.command(SLASH_COMMAND)(self._on_command)
@@ -208,6 +224,19 @@ class SlackAdapter:
     async def _on_message(self, ack: AsyncAck, event: dict[str, Any]) -> None:
         await ack()
         self._later(self.conversations.on_message(event, mentioned=False))
+
+    async def _on_assistant_thread_started(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        self._later(self.assistant.on_started(event))
+
+    async def _on_assistant_context_changed(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        await self.assistant.on_context_changed(event)
+
+    async def _request_changed(self, update: RequestUpdate) -> None:
+        """Every request's change, for the turn running in its room (the one place request
+        updates reach the Slack turns' watches)."""
+        self.conversations.request_changed(update)
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` after the response to Slack: awaited in a listener, it would delay the

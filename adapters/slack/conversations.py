@@ -22,13 +22,14 @@ from typing import Any, Protocol
 from adapters.slack.messages import TOO_LONG_TO_CHOOSE, question_of, render_chooser
 from adapters.slack.rooms import SlackRoom
 from adapters.slack.scheme import SURFACE
+from adapters.slack.status_line import StatusLines
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SLACK, escape
 from bot import AIChannel
 from bot.agent.channel import Transcripts
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, Turns
+from bot.bridge.turns import Post, Turns, Watches
 from bot.human_input import RequestRows, RequestUpdate
 from bot.policies.drivers import refused_turn
 from bot.records import RequestRecord, StoreUnavailableError
@@ -100,6 +101,7 @@ class SlackConversations:
         store: ConversationRows,
         router: Router,
         bot_user_id: Callable[[], str],
+        status_lines: StatusLines | None = None,
     ) -> None:
         self.channel = channel
         self.surface = surface
@@ -107,6 +109,7 @@ class SlackConversations:
         self.router = router
         self.bot_user_id = bot_user_id
         self._turns = Turns(channel)
+        self.status_lines = status_lines  # a turn's status under its thread
 
     async def on_message(self, event: dict[str, Any], *, mentioned: bool) -> None:
         """Handle one delivery of a message event (called after the ack)."""
@@ -212,7 +215,20 @@ class SlackConversations:
                 room.channel, user, refused.render(SLACK), room.thread_ts or None
             )
             return
-        self._turns.start(room.room_id, user, text, self._poster(room))
+        self._turns.start(room.room_id, user, text, self._poster(room), self._watches(room, user))
+
+    # -- watching a turn live: its status line ------------------------------------------------
+
+    def _watches(self, room: SlackRoom, user: str) -> Watches:
+        """What shows a turn live in its thread: the status line (adapters/slack/status_line.py)."""
+        status = self.status_lines.watch(room, user) if self.status_lines is not None else None
+        return Watches(*([status] if status is not None else []))
+
+    def request_changed(self, update: RequestUpdate) -> None:
+        """A request changed: the turn running in its room (if any) is told (its status line
+        says who it waits for)."""
+        if not update.copy:
+            self._turns.request_changed(update)
 
     def _poster(self, room: SlackRoom) -> Post:
         async def post(reply: str) -> None:

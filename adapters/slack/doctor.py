@@ -27,7 +27,7 @@ BOT_TOKEN, SCOPES, SIGNING, SOCKET = (
 BOT_SCOPES = frozenset({
     "app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write",
     "commands", "files:read", "im:write", "users:read", "users:read.email", "channels:read",
-    "groups:read", "usergroups:read",
+    "groups:read", "usergroups:read", "assistant:write",
 })  # fmt: skip
 SCOPES_HEADER = "x-oauth-scopes"
 SLACK_API_URL = "https://slack.com/api/"

@@ -49,6 +49,7 @@ COMMAND = "hitl"  # "@bridge hitl grants": the commands of bot/commands/
 STOP = "stop"  # "@bridge hitl stop": the turn running in this conversation (not bot/commands/:
 # a turn is the conversations' own)
 NOTHING_RUNNING = "Nothing is running here."
+STOPPING = "Stopping: it stops within a few seconds."  # another worker runs it (ASKED)
 NOT_YOURS = "Only the person who asked, an approver of its requests or an admin can stop this."
 
 
@@ -196,8 +197,8 @@ class TeamsConversations:
         """`@bridge hitl stop`: the turn's last message says who stopped it; a refusal is
         said in the conversation (Teams has no reply only they would see)."""
         result = await self._turns.stop(room.room_id, user, shown_as=clean(name or ""))
-        if result is not StopResult.STOPPED:
-            await self.surface.post_text(room, _refused(result))
+        if result is not StopResult.STOPPED:  # its end says who stopped it
+            await self.surface.post_text(room, _said(result))
 
     async def on_stop_click(self, activity: Mapping[str, Any], room_id: str) -> dict[str, Any]:
         """The invoke response to a click on Stop: the card as it now stands for them, or a
@@ -211,9 +212,9 @@ class TeamsConversations:
         self.people.learn(user, teams_user_id, name)
         shown_as = clean(name or "")
         result = await self._turns.stop(room_id, user, shown_as=shown_as)
-        if result is not StopResult.STOPPED:
-            return message_response(_refused(result))
-        return card_response(stop_card(room_id, f"Stopped by {shown_as or user}.", live=False))
+        if result is StopResult.STOPPED:
+            return card_response(stop_card(room_id, f"Stopped by {shown_as or user}.", live=False))
+        return message_response(_said(result))
 
     def _poster(self, room: TeamsRoom) -> Post:
         async def post(reply: str) -> None:
@@ -225,5 +226,8 @@ class TeamsConversations:
         await self._turns.close()
 
 
-def _refused(result: StopResult) -> str:
+def _said(result: StopResult) -> str:
+    """What a stop that did not stop the turn here says."""
+    if result is StopResult.ASKED:
+        return STOPPING
     return NOTHING_RUNNING if result is StopResult.NOT_RUNNING else NOT_YOURS

@@ -83,6 +83,7 @@ class AIChannel:
     suspended: bool = False  # shutting down: a cut turn leaves its transcript for a resume
     _transcripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _room_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _halted: set[str] = field(default_factory=set)
     _warned: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -180,6 +181,11 @@ class AIChannel:
                 return text
             return await self._run_rounds(room_id, messages, actor_id, on_text, watch)
 
+    def halt(self, room_id: str) -> None:
+        """Ask the model nothing more in the turn running in `room_id` (someone stopped it):
+        at its next round it ends as a cancelled turn does, whatever its tools returned."""
+        self._halted.add(room_id)
+
     @contextlib.asynccontextmanager
     async def _room_run(
         self, room_id: str, actor_id: str | None, *, adopted: bool = False
@@ -197,12 +203,14 @@ class AIChannel:
             try:
                 yield
             except BaseException:
+                self._halted.discard(room_id)
                 # Cut while shutting down: the run stays open, for another worker to resume.
                 if runs is not None and not self.suspended:
                     await asyncio.shield(runs.finish(room_id, self.channel_id))
                 raise
             # A turn that ended ends its run, shutting down or not: left open, it would be
             # adopted and its last words posted again.
+            self._halted.discard(room_id)
             if runs is not None:
                 await asyncio.shield(runs.finish(room_id, self.channel_id))
 
@@ -217,6 +225,8 @@ class AIChannel:
         offered = self.offered_tools
         texts: list[str] = []
         for _ in range(self.max_rounds):
+            if room_id in self._halted:
+                raise asyncio.CancelledError(f"the turn in {room_id} was stopped")
             turn = await self._generate(room_id, messages, offered, actor_id, steps)
             if turn is None:  # cut short every time: nothing of it is used, the person is told
                 texts.append(INTERRUPTED)

@@ -5,7 +5,9 @@ Teams activities carry), and a page that shows people asks for them here.
 `PeopleNames` asks the directory that owns each id, and caches what it hears, bounded in size
 and for a short while (a renamed person shows renamed soon). A page never waits long: lookups
 still running after `wait` seconds go on, and fill the cache for the next page, while this
-one shows the ids it has no name for.
+one shows the ids it has no name for. What never waits at all (a status line, told its turn's
+steps synchronously) reads `known` and starts lookups with `ask`, then shows the name once
+its lookup is in.
 """
 
 from __future__ import annotations
@@ -63,10 +65,24 @@ class PeopleNames:
     async def names(self, ids: Iterable[str | None]) -> dict[str, str]:
         """The names known of `ids` (after waiting up to `wait` for those not cached)."""
         wanted = list(dict.fromkeys(i for i in ids if i))[:PER_CALL]
-        pending = [task for i in wanted if (task := self._ask(i)) is not None]
+        pending = self.ask(wanted)
         if pending:
             await asyncio.wait(pending, timeout=self.wait)
         return {i: name for i in wanted if (name := self._cached(i)) is not None}
+
+    def add(self, directory: PeopleDirectory) -> None:
+        """Ask `directory` too (a surface served besides the first): one cache for all."""
+        self.directories = (*self.directories, directory)
+
+    def known(self, person_id: str) -> str | None:
+        """The name cached for `person_id`, if a fresh one is: never waits, never asks."""
+        return self._cached(person_id)
+
+    def ask(self, ids: Iterable[str]) -> list[asyncio.Task[None]]:
+        """Start the lookups of the names of `ids` not cached; the lookups under way (awaited,
+        their names are `known` after)."""
+        wanted = list(dict.fromkeys(i for i in ids if i))[:PER_CALL]
+        return [task for i in wanted if (task := self._ask(i)) is not None]
 
     def _cached(self, person_id: str) -> str | None:
         found = self._known.get(person_id)

@@ -5,7 +5,8 @@ A surface that shows a run live hands `start` a `TurnWatch`: the turn's steps as
 (bot/agent/steps.py), then how it ended. Anyone the turn concerns may stop it (`stop`): the
 person whose message started it, whoever may answer one of its open requests (its approvers),
 and admins. A stop withdraws the turn's open requests (their messages say who stopped it),
-cancels the model call or tool it is in, and is audited.
+cancels the model call or tool it is in, and is audited. A turn another worker runs is asked to
+stop through its run's row (bot/durable/leases.py): its owner cuts it at its next renewal.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from bot.agent import AIChannel
 from bot.agent.steps import RunSteps, ToolStep
 from bot.failures import RepeatedFailures
 from bot.human_input import RequestUpdate
-from bot.records import AuditEntry, RequestRecord, StoreUnavailableError
+from bot.records import AuditEntry, RequestRecord, RunRecord, StoreUnavailableError
 from bot.requests.router import Router
 from bot.requests.wording import TURN_STOPPED as STOPPED_BY
 
@@ -105,6 +106,7 @@ class Watches:
 
 class StopResult(StrEnum):
     STOPPED = "stopped"
+    ASKED = "asked"  # another worker runs it: asked to stop, within a lease renewal
     NOT_RUNNING = "not_running"  # no turn runs in that room (on this worker)
     NOT_YOURS = "not_yours"  # the person may not stop it
 
@@ -118,6 +120,7 @@ class RunningTurn:
     task: asyncio.Task[None]
     watch: TurnWatch | None = None
     stopped_by: str | None = None
+    ending: bool = False  # its end is being told: a stop no longer cuts it
 
 
 class Turns:
@@ -131,6 +134,8 @@ class Turns:
         self._tasks: set[asyncio.Task[None]] = set()
         self._failures = RepeatedFailures(log)
         self._refused: OrderedDict[str, None] = OrderedDict()
+        if channel.runs is not None:
+            channel.runs.on_stop_asked(self._stop_asked)
 
     def start(
         self, room_id: str, actor_id: str, text: str, post: Post, watch: TurnWatch | None = None
@@ -178,6 +183,7 @@ class Turns:
             stopped = self._running.get(room_id)
             if stopped is None or stopped.stopped_by is None:
                 raise  # a shutdown: the run is left for a resume
+            stopped.ending = True
             _task_of_this_turn().uncancel()  # the stop's own cancel, taken: the task goes on
             end = TurnEnd(Ending.STOPPED, stopped.stopped_by)
         except Exception:
@@ -193,34 +199,56 @@ class Turns:
     async def stop(self, room_id: str, by: str, shown_as: str = "") -> StopResult:
         """`by` stops the turn running in `room_id`, if they may (see the module's docstring);
         its open requests say "Stopped by `shown_as`" (their name as the surface writes it)."""
+        reason = f"{STOPPED_BY} {shown_as or by}"
         turn = self.running(room_id)
         if turn is None:
-            return StopResult.NOT_RUNNING
-        open_requests = await self._open_requests(room_id)
-        if not await self._may_stop(turn, by, open_requests):
+            return await self._stop_elsewhere(room_id, by, reason)
+        if not await self._may_stop(turn.actor_id, by, await self._open_requests(room_id)):
             return StopResult.NOT_YOURS
-        turn.stopped_by = by
-        reason = f"{STOPPED_BY} {shown_as or by}"
-        for record in open_requests:
-            await self._withdraw(record, reason, by)
-        turn.task.cancel()
-        await self._audit(turn, by)
+        await self._stop_here(turn, by, reason)
+        await self._audit(room_id, turn.actor_id, by)
         return StopResult.STOPPED
 
-    async def _open_requests(self, room_id: str) -> list[RequestRecord]:
-        router = self.router
-        if router is not None and router.store is not None:
-            found = await router.store.pending_in_room(room_id)
-        else:
-            handler = self.channel.human_input_handler
-            found = list(handler.handler.pending.values()) if handler is not None else []
-        mine = self.channel.channel_id
-        return [r for r in found if r.room_id == room_id and r.channel_id == mine]
+    async def _stop_here(self, turn: RunningTurn, by: str, reason: str) -> None:
+        """Halt the turn (the model is asked nothing more), withdraw its open requests, then
+        cut whatever it is in. In that order: a request withdrawn first says who stopped it,
+        and the tool waiting on it returns to a turn that ends instead of going on."""
+        turn.stopped_by = by
+        self.channel.halt(turn.room_id)
+        for record in await self._open_requests(turn.room_id):
+            await self._withdraw(record, reason, by)
+        if not turn.ending:
+            turn.task.cancel()
+
+    async def _stop_elsewhere(self, room_id: str, by: str, reason: str) -> StopResult:
+        """Ask the worker running the room's turn to stop it (see the module's docstring)."""
+        runs, channel_id = self.channel.runs, self.channel.channel_id
+        if runs is None:
+            return StopResult.NOT_RUNNING
+        run = await runs.store.active_run(room_id, channel_id)
+        if run is None or run.owner == runs.worker_id:  # ours but not a turn of this surface
+            return StopResult.NOT_RUNNING
+        if not await self._may_stop(run.actor_id, by, await self._open_requests(room_id)):
+            return StopResult.NOT_YOURS
+        if not await runs.store.ask_stop(room_id, channel_id, by, reason):
+            return StopResult.NOT_RUNNING  # it ended meanwhile
+        await self._audit(room_id, run.actor_id, by)
+        return StopResult.ASKED
+
+    def _stop_asked(self, run: RunRecord) -> None:
+        """A stop asked on another worker of a turn this one runs (told at every renewal)."""
+        turn = self.running(run.room_id)
+        if turn is None or run.channel_id != self.channel.channel_id or turn.stopped_by:
+            return
+        stopping = self._stop_here(turn, run.stop_by or "someone", run.stop_reason or "")
+        task = asyncio.create_task(stopping)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _may_stop(
-        self, turn: RunningTurn, by: str, open_requests: list[RequestRecord]
+        self, actor_id: str | None, by: str, open_requests: list[RequestRecord]
     ) -> bool:
-        if by == turn.actor_id:
+        if by == actor_id:
             return True
         router = self.router
         if router is None:
@@ -231,6 +259,16 @@ class Turns:
             if await router.may_answer(record, by):
                 return True
         return False
+
+    async def _open_requests(self, room_id: str) -> list[RequestRecord]:
+        router = self.router
+        if router is not None and router.store is not None:
+            found = await router.store.pending_in_room(room_id)
+        else:
+            handler = self.channel.human_input_handler
+            found = list(handler.handler.pending.values()) if handler is not None else []
+        mine = self.channel.channel_id
+        return [r for r in found if r.room_id == room_id and r.channel_id == mine]
 
     async def _withdraw(self, record: RequestRecord, reason: str, by: str) -> None:
         """Cancel one open request of a stopped turn; one that settled meanwhile is left."""
@@ -245,11 +283,11 @@ class Turns:
         except StoreUnavailableError as err:
             self._failures.failed("withdrawing a stopped turn's request", err)
 
-    async def _audit(self, turn: RunningTurn, by: str) -> None:
+    async def _audit(self, room_id: str, actor_id: str | None, by: str) -> None:
         store = self.router.store if self.router is not None else None
         if store is None:
             return
-        detail = {"room_id": turn.room_id, "turn_actor": turn.actor_id}
+        detail = {"room_id": room_id, "turn_actor": actor_id}
         entry = AuditEntry(TURN_STOPPED, datetime.now(UTC), actor_id=by, detail=detail)
         try:
             await store.append_audit(entry)

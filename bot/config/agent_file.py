@@ -22,6 +22,9 @@ tools:
   - a2a:                          # a remote A2A agent: each of its skills is a tool
       url: https://agents.example/deployer   # where its AgentCard is served
       headers: {Authorization: "Bearer ${DEPLOYER_TOKEN}"}
+suggested_prompts:                # optional, at most 4: offered in a new chat with the agent
+  - title: Deploy                 # (Slack's assistant view); DEFAULT_SUGGESTED_PROMPTS otherwise
+    message: Deploy the api service to staging.
 ```
 
 `${NAME}` in an `env` or `headers` value is the environment variable NAME (a token kept out of
@@ -59,6 +62,9 @@ DEFAULT_SYSTEM_PROMPT = (
     "anything irreversible, ask for approval or confirmation with the human tools; ask questions "
     "when something is unclear."
 )
+MAX_SUGGESTED_PROMPTS = 4  # Slack's assistant view shows at most four
+PROMPT_TITLE = 75  # characters: a prompt's title is a button's label
+PROMPT_MESSAGE = 1000  # characters: what the prompt sends as the person's message
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # what the model's API accepts as a tool name
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -237,6 +243,21 @@ ToolSourceConfig = Annotated[
 ]
 
 
+class SuggestedPrompt(_Strict):
+    """A prompt offered in a new chat with the agent: its label, and the message it sends."""
+
+    title: Annotated[str, Field(min_length=1, max_length=PROMPT_TITLE)]
+    message: Annotated[str, Field(min_length=1, max_length=PROMPT_MESSAGE)]
+
+
+DEFAULT_SUGGESTED_PROMPTS = (
+    SuggestedPrompt(title="What can you do?", message="What can you do for me?"),
+    SuggestedPrompt(
+        title="What waits for me?", message="Which requests are waiting for my answer?"
+    ),
+)
+
+
 def _human_tools(value: Any) -> Any:
     if value is None or value == "builtin":
         return list(BUILTIN_TOOL_NAMES)
@@ -262,6 +283,9 @@ class AgentConfig(_Strict):
         tuple[Annotated[str, AfterValidator(_builtin_tool)], ...], BeforeValidator(_human_tools)
     ] = tuple(BUILTIN_TOOL_NAMES)
     tools: tuple[ToolSourceConfig, ...] = ()
+    suggested_prompts: Annotated[
+        tuple[SuggestedPrompt, ...], Field(min_length=1, max_length=MAX_SUGGESTED_PROMPTS)
+    ] = DEFAULT_SUGGESTED_PROMPTS
 
     _lines: YamlLines | None = PrivateAttr(default=None)  # None: a config built in code
 

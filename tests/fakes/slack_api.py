@@ -105,8 +105,18 @@ EMPTY = "must be more than 0 characters"
 BOT_SCOPES = (
     "app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write",
     "commands", "files:read", "im:write", "users:read", "users:read.email", "channels:read",
-    "groups:read", "usergroups:read",
+    "groups:read", "usergroups:read", "assistant:write",
 )  # fmt: skip
+# assistant.threads.*: Slack's limits (a call beyond them is refused `invalid_arguments`).
+MAX_PROMPTS = 4
+MAX_LOADING_MESSAGES = 10
+# The scopes each assistant method takes (any one of them): setStatus works with chat:write
+# too since 2026-03, in channels' threads as in the assistant view.
+ASSISTANT_SCOPES = {
+    "assistant.threads.setStatus": ("assistant:write", "chat:write"),
+    "assistant.threads.setTitle": ("assistant:write",),
+    "assistant.threads.setSuggestedPrompts": ("assistant:write",),
+}
 
 
 class SlackError(Exception):
@@ -369,6 +379,13 @@ class FakeSlack:
         self.views: dict[str, JSON] = {}
         self.homes: dict[str, JSON] = {}  # user id -> their App Home view (views.publish)
         self.responses: list[JSON] = []  # bodies posted to response_urls
+        # assistant.threads.*, per (channel, thread_ts): each setStatus (status and loading
+        # messages), the titles and the suggested prompts set, in order
+        self.statuses: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
+        self.titles: defaultdict[tuple[str, str], list[str]] = defaultdict(list)
+        self.prompts: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
+        # Calls Slack would refuse for what they sent (method, error): a test expects none
+        self.refused: list[tuple[str, str]] = []
         self._messages: defaultdict[str, dict[str, JSON]] = defaultdict(dict)
         self._history: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
         self._faults: defaultdict[str, deque[_Fault]] = defaultdict(deque)
@@ -402,6 +419,9 @@ class FakeSlack:
             "conversations.info": self._conversation_info,
             "usergroups.users.list": self._usergroup_users,
             "apps.connections.open": self._connections_open,
+            "assistant.threads.setStatus": self._set_status,
+            "assistant.threads.setTitle": self._set_title,
+            "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
         }
 
     # -- lifecycle
@@ -540,6 +560,10 @@ class FakeSlack:
         root = self._messages[channel][ts].get("thread_ts", ts)
         return [m for m in self.messages(channel) if m["ts"] == root or m.get("thread_ts") == root]
 
+    def status_history(self, channel: str, thread_ts: str) -> list[str]:
+        """Every status set on a thread (`""`: cleared), oldest first."""
+        return [str(call["status"]) for call in self.statuses[channel, thread_ts]]
+
     def calls_to(self, method: str) -> list[JSON]:
         return [args for name, args in self.calls if name == method]
 
@@ -609,6 +633,8 @@ class FakeSlack:
             status, body = 200, {"ok": True, **self._methods[method](copy.deepcopy(args))}
         except SlackError as e:
             status, body = e.status, {"ok": False, "error": e.error, **e.extra}
+            if e.error in ("invalid_arguments", "missing_scope") and method in ASSISTANT_SCOPES:
+                self.refused.append((method, e.error))
         async with self._changed:
             self._changed.notify_all()
         return web.json_response(body, status=status, headers=headers)
@@ -870,12 +896,63 @@ class FakeSlack:
         messages = self.thread(channel, ts)
         return {"messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
 
+    def _assistant_thread(self, method: str, args: JSON, *required: str) -> tuple[str, str]:
+        """(channel_id, thread_ts) of an assistant.threads call with its scope and the
+        arguments it requires (`missing_scope`, `invalid_arguments` otherwise)."""
+        if not any(scope in self.scopes for scope in ASSISTANT_SCOPES[method]):
+            raise SlackError("missing_scope", needed=ASSISTANT_SCOPES[method][0])
+        for name in required:
+            if not isinstance(args.get(name), str) or (name != "status" and not args[name]):
+                raise SlackError("invalid_arguments", errors=[f"{name} is required"])
+        return str(args["channel_id"]), str(args.get("thread_ts") or "")
+
+    def _set_status(self, args: JSON) -> JSON:
+        method = "assistant.threads.setStatus"
+        thread = self._assistant_thread(method, args, "channel_id", "thread_ts", "status")
+        loading = _json_list(args.get("loading_messages", []))
+        if len(loading) > MAX_LOADING_MESSAGES or not all(isinstance(m, str) for m in loading):
+            raise SlackError("invalid_arguments", errors=["loading_messages: at most 10 strings"])
+        self.statuses[thread].append({"status": args["status"], "loading_messages": loading})
+        return {}
+
+    def _set_title(self, args: JSON) -> JSON:
+        method = "assistant.threads.setTitle"
+        thread = self._assistant_thread(method, args, "channel_id", "thread_ts", "title")
+        self.titles[thread].append(str(args["title"]))
+        return {}
+
+    def _set_suggested_prompts(self, args: JSON) -> JSON:
+        method = "assistant.threads.setSuggestedPrompts"
+        thread = self._assistant_thread(method, args, "channel_id")
+        prompts = _json_list(args.get("prompts"))
+        fine = all(
+            isinstance(p, dict) and set(p) == {"title", "message"}
+            and all(isinstance(p[k], str) and p[k] for k in p) for p in prompts
+        )  # fmt: skip
+        if not prompts or len(prompts) > MAX_PROMPTS or not fine:
+            raise SlackError("invalid_arguments", errors=["prompts: 1 to 4 {title, message}"])
+        self.prompts[thread].append({"prompts": prompts, "title": args.get("title")})
+        return {}
+
     def _files_info(self, args: JSON) -> JSON:
         if (file := self.files.get(str(args.get("file")))) is None:
             raise SlackError("file_not_found")
         url = f"{self.url}/files-pri/{self.team_id}-{file['id']}/{file['name']}"
         shown = {"url_private": url, "url_private_download": url, **file}
         return {"file": shown, "comments": [], "response_metadata": {"next_cursor": ""}}
+
+
+def _json_list(value: Any) -> list[Any]:
+    """A list argument, sent as JSON or as a form field holding JSON (`invalid_arguments` if
+    it is neither)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise SlackError("invalid_arguments") from None
+    if not isinstance(value, list):
+        raise SlackError("invalid_arguments")
+    return value
 
 
 async def _body(request: web.Request) -> JSON:

@@ -364,3 +364,68 @@ async def test_bolt_app_accepts_signed_requests(fake: FakeSlack) -> None:
             assert seen["reason"] == "ship it"
     finally:
         await runner.cleanup()
+
+
+# -- assistant.threads.* ---------------------------------------------------------------------------
+
+
+async def test_set_status_is_recorded_per_thread_and_cleared_by_an_empty_status(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    await client.assistant_threads_setStatus(
+        channel_id="C1", thread_ts="1.0", status="is thinking…", loading_messages=["Thinking…"]
+    )
+    await client.assistant_threads_setStatus(channel_id="C1", thread_ts="1.0", status="")
+    assert fake.status_history("C1", "1.0") == ["is thinking…", ""]
+    assert fake.statuses["C1", "1.0"][0]["loading_messages"] == ["Thinking…"]
+    assert fake.status_history("C1", "2.0") == [] and fake.refused == []
+
+
+async def test_set_status_refuses_what_slack_refuses(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    too_many = [f"step {n}" for n in range(11)]
+    refused = await error_of(client.assistant_threads_setStatus(
+        channel_id="C1", thread_ts="1.0", status="busy", loading_messages=too_many
+    ))  # fmt: skip
+    assert refused["error"] == "invalid_arguments"
+    missing = await error_of(client.api_call(
+        "assistant.threads.setStatus", json={"channel_id": "C1", "status": "busy"}
+    ))  # fmt: skip
+    assert missing["error"] == "invalid_arguments"
+    assert fake.status_history("C1", "1.0") == []
+    assert fake.refused == [("assistant.threads.setStatus", "invalid_arguments")] * 2
+
+
+async def test_set_status_needs_chat_write_or_assistant_write(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token=fake.token, base_url=fake.base_url)
+    fake.scopes = ("chat:write",)  # enough since 2026-03
+    await client.assistant_threads_setStatus(channel_id="C1", thread_ts="1.0", status="hi")
+    fake.scopes = ("commands",)
+    call = client.assistant_threads_setStatus(channel_id="C1", thread_ts="1.0", status="hi")
+    assert (await error_of(call))["error"] == "missing_scope"
+
+
+async def test_suggested_prompts_at_most_four_each_a_title_and_a_message(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    prompt = {"title": "Pending", "message": "What waits for me?"}
+    await client.assistant_threads_setSuggestedPrompts(
+        channel_id="D1", thread_ts="1.0", prompts=[prompt], title="Try"
+    )
+    assert fake.prompts["D1", "1.0"] == [{"prompts": [prompt], "title": "Try"}]
+    for bad in ([prompt] * 5, [{"title": "no message"}], []):
+        call = client.assistant_threads_setSuggestedPrompts(channel_id="D1", prompts=bad)
+        assert (await error_of(call))["error"] == "invalid_arguments"
+    fake.scopes = ("chat:write",)
+    call = client.assistant_threads_setSuggestedPrompts(channel_id="D1", prompts=[prompt])
+    assert (await error_of(call))["error"] == "missing_scope"
+
+
+async def test_set_title_needs_the_thread_and_a_title(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    await client.assistant_threads_setTitle(channel_id="D1", thread_ts="1.0", title="Deploys")
+    assert fake.titles["D1", "1.0"] == ["Deploys"]
+    call = client.assistant_threads_setTitle(channel_id="D1", thread_ts="", title="Deploys")
+    assert (await error_of(call))["error"] == "invalid_arguments"

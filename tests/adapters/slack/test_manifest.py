@@ -21,6 +21,7 @@ def test_it_subscribes_to_the_events_the_app_handles() -> None:
     events = manifest()["settings"]["event_subscriptions"]
     assert set(events["bot_events"]) == {
         "app_home_opened", "app_mention", "message.channels", "message.groups", "message.im",
+        "assistant_thread_started", "assistant_thread_context_changed",
     }  # fmt: skip
     assert events["request_url"].endswith("/slack/events")
 
@@ -44,6 +45,7 @@ def test_it_asks_for_the_scopes_it_uses_and_no_more() -> None:
         # the doors (bot/doors/service.py): a DM, a user by e-mail, a channel's existence
         "im:write", "users:read", "users:read.email", "channels:read", "groups:read",
         "usergroups:read",  # a policy's approvers may be a user group
+        "assistant:write",  # the assistant view's prompts, titles and status lines
     }  # fmt: skip
 
 
@@ -61,3 +63,9 @@ def test_the_command_lists_every_subcommand_and_mentions_arrive_as_ids() -> None
 
 def test_the_home_tab_is_on() -> None:
     assert manifest()["features"]["app_home"]["home_tab_enabled"] is True
+
+
+def test_the_assistant_view_is_on_and_described() -> None:
+    view = manifest()["features"]["assistant_view"]
+    assert 0 < len(view["assistant_description"]) <= 200
+    assert "suggested_prompts" not in view  # set per thread, from the agent file

@@ -66,3 +66,28 @@ async def test_the_cache_is_bounded() -> None:
     directory.asked.clear()
     assert await people.names(["U0", "U4"]) == {"U0": "person 0", "U4": "person 4"}
     assert directory.asked == ["U0"]  # the stalest was forgotten, the newest kept
+
+
+async def test_known_never_waits_and_ask_fills_it() -> None:
+    directory, clock = Directory({"U1": "alice"}), Clock()
+    people = PeopleNames([directory], ttl=600, clock=clock)
+    assert people.known("U1") is None and directory.asked == []
+    (lookup,) = people.ask(["U1", "U1", ""])
+    await lookup
+    assert people.known("U1") == "alice" and people.ask(["U1"]) == []
+    clock.now = 601  # expired: not known until asked again
+    assert people.known("U1") is None
+    await asyncio.gather(*people.ask(["U1"]))
+    assert people.known("U1") == "alice" and directory.asked == ["U1", "U1"]
+
+
+class OtherSurface(Directory):
+    def owns(self, person_id: str) -> bool:
+        return person_id.startswith("29:")
+
+
+async def test_a_directory_added_later_shares_the_cache() -> None:
+    people = PeopleNames([Directory({"U1": "alice"})])
+    assert await people.names(["29:bob"]) == {}  # nobody owns it yet: not cached as unknown
+    people.add(OtherSurface({"29:bob": "bob"}))
+    assert await people.names(["U1", "29:bob"]) == {"U1": "alice", "29:bob": "bob"}

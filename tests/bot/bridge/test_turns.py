@@ -11,6 +11,7 @@ import pytest
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.agent.steps import ToolStep
 from bot.bridge.turns import TURN_STOPPED, Ending, StopResult, TurnEnd, Turns, Watches
+from bot.durable.leases import RunLeases
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import RequestStatus
@@ -132,6 +133,7 @@ async def test_the_turns_person_stops_it_and_its_request_is_withdrawn(
     assert (audit.action, audit.detail["room_id"]) == (TURN_STOPPED, ROOM)
     assert "finished requestApproval" in watched.steps
     assert turns.running(ROOM) is None
+    assert len(fake.requests) == 1  # halted: the model is asked nothing after the stop
 
 
 @pytest.mark.parametrize("who", [APPROVER, ADMIN])
@@ -152,3 +154,35 @@ async def test_a_stranger_may_not_stop_it_and_it_goes_on(
     assert human.handler.resolve(request_id, '{"approved": true}')
     assert await within(watched.end) == TurnEnd(Ending.FINISHED)
     assert await store.list_audit(actor_id=STRANGER) == []
+
+
+async def test_a_stop_asked_on_another_worker_stops_the_turn_where_it_runs(
+    fake: FakeAnthropic,
+    human: HumanInputToolHandler,
+    store: SqlStore,
+    provider: AnthropicAIProvider,
+) -> None:
+    """Worker B is asked to stop a turn worker A runs: B withdraws its request and writes the
+    ask on the run's row; A reads it at its next lease renewal and cuts the turn."""
+    router = Router(store=store, handler_for=lambda channel: human.handler, tools=human.tools)
+    workers: list[Turns] = []
+    for name in ("A", "B"):
+        runs = RunLeases(store, worker_id=name, lease_seconds=0.3)
+        runs.start()
+        channel = AIChannel("agent", provider=provider, human_input_handler=human, runs=runs)
+        workers.append(Turns(channel, router))
+    a, b = workers
+    try:
+        watched, request_id = await _waiting_turn(fake, human, a)
+        assert await b.stop(ROOM, ACTOR, "Alice Able") is StopResult.ASKED
+        assert await within(watched.end) == TurnEnd(Ending.STOPPED, ACTOR)
+        record = await store.get_request(request_id)
+        assert record is not None and record.reason == "Stopped by Alice Able"
+        assert len(fake.requests) == 1
+        assert await store.active_run(ROOM, "agent") is None  # ended, the ask cleared with it
+        assert await b.stop(ROOM, ACTOR) is StopResult.NOT_RUNNING
+    finally:
+        for turns in workers:
+            await turns.close()
+            assert turns.channel.runs is not None
+            await turns.channel.runs.stop()

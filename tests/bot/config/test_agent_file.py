@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.agent_file import (
+    DEFAULT_SUGGESTED_PROMPTS,
     DEFAULT_SYSTEM_PROMPT,
     McpSourceConfig,
     PythonSourceConfig,
@@ -75,6 +76,7 @@ def test_an_empty_file_is_the_defaults(tmp_path: Path) -> None:
     assert config.model is None
     assert config.human_tools == tuple(BUILTIN_TOOLS)
     assert config.tools == ()
+    assert config.suggested_prompts == DEFAULT_SUGGESTED_PROMPTS
 
 
 def test_human_tools_none(tmp_path: Path) -> None:
@@ -180,3 +182,21 @@ def test_a_grant_longer_than_a_week(tmp_path: Path) -> None:
     assert error_of(path) == (
         f"{path}:3: tools[0].grant_minutes: Input should be less than or equal to 10080"
     )
+
+
+def test_suggested_prompts(tmp_path: Path) -> None:
+    text = "suggested_prompts:\n  - title: Deploy\n    message: Deploy api to staging.\n"
+    (prompt,) = load_agent_file(written(tmp_path, text)).suggested_prompts
+    assert (prompt.title, prompt.message) == ("Deploy", "Deploy api to staging.")
+
+
+def test_at_most_four_suggested_prompts_each_short(tmp_path: Path) -> None:
+    five = "suggested_prompts:\n" + "  - {title: T, message: M}\n" * 5
+    path = written(tmp_path, five)
+    assert error_of(path).startswith(f"{path}:1: suggested_prompts: ")
+    assert "at most 4 items" in error_of(path)
+    long_title = "suggested_prompts:\n  - {title: " + "t" * 76 + ", message: M}\n"
+    path = written(tmp_path, long_title)
+    assert "suggested_prompts[0].title: String should have at most 75 characters" in error_of(path)
+    path = written(tmp_path, "suggested_prompts:\n  - {title: T}\n")
+    assert "suggested_prompts[0].message: a required key is missing" in error_of(path)
