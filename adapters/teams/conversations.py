@@ -10,7 +10,9 @@ delivery run, on whichever worker it lands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from microsoft_teams.api.activities.message import MessageActivity
@@ -50,6 +52,8 @@ STOP = "stop"  # "@bridge hitl stop": the turn running in this conversation (not
 # a turn is the conversations' own)
 NOTHING_RUNNING = "Nothing is running here."
 STOPPING = "Stopping: it stops within a few seconds."  # another worker runs it (ASKED)
+UNSTREAMED_SECONDS = 600.0  # a chat where Teams refused a stream is not streamed in so long
+UNSTREAMED_KEPT = 10_000  # such chats remembered at most
 NOT_YOURS = "Only the person who asked, an approver of its requests or an admin can stop this."
 
 
@@ -113,6 +117,7 @@ class TeamsConversations:
         self.people = people
         self.commands = commands
         self.stream_interval = stream_interval
+        self._unstreamed: OrderedDict[str, float] = OrderedDict()  # conversation -> until
         self._turns = Turns(channel, router)
         surface.watchers.append(self._turns.request_changed)
 
@@ -186,10 +191,29 @@ class TeamsConversations:
             return await self._turns.stop(room.room_id, user, shown_as=shown_as)
 
         live = LiveRun(
-            self.surface, room, streams=personal, name_of=self.people.name,
-            interval=self.stream_interval, stop=stopped_in_teams,
+            self.surface, room, streams=personal and self._streams_in(room),
+            name_of=self.people.name, interval=self.stream_interval, stop=stopped_in_teams,
+            refused=self._refused_stream(room),
         )  # fmt: skip
         self._turns.start(room.room_id, user, text, live.post, Watches(live))
+
+    def _streams_in(self, room: TeamsRoom) -> bool:
+        """Whether a personal chat's replies are streamed: not for a while after Teams refused
+        (streaming turned off for the bot or the tenant), so each turn does not ask again."""
+        until = self._unstreamed.get(room.conversation_id)
+        if until is not None and until <= time.monotonic():
+            del self._unstreamed[room.conversation_id]
+            until = None
+        return until is None
+
+    def _refused_stream(self, room: TeamsRoom) -> Callable[[], None]:
+        def refused() -> None:
+            self._unstreamed[room.conversation_id] = time.monotonic() + UNSTREAMED_SECONDS
+            self._unstreamed.move_to_end(room.conversation_id)
+            while len(self._unstreamed) > UNSTREAMED_KEPT:
+                self._unstreamed.popitem(last=False)
+
+        return refused
 
     # -- Stop: typed, or clicked on a turn's Stop card (live_run.py)
 

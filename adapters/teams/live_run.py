@@ -62,12 +62,15 @@ class LiveRun:
         name_of: NameOf,
         interval: float = STREAM_INTERVAL,
         stop: Callable[[], Coroutine[Any, Any, object]] | None = None,
+        refused: Callable[[], None] | None = None,
     ) -> None:
         """`streams`: the conversation is a personal chat. `name_of` names people by their
         AAD object id (the surface's People). `stop` stops the turn for the chat's person:
-        what Teams' own stop button on a streamed message means."""
+        what Teams' own stop button on a streamed message means. `refused` is told when Teams
+        refused to start a stream here (the conversation's next turns need not try again)."""
         self.surface = surface
         self.stop = stop
+        self.refused = refused
         self._stopping: asyncio.Task[object] | None = None
         self.room = room
         self.streams = streams
@@ -201,6 +204,8 @@ class LiveRun:
         if stream.broken:
             self.streams = False  # fall back to plain messages for the rest of the turn
             self._stopped_in_teams(stream)
+            if stream.id is None and self.refused is not None:
+                self.refused()
 
     def _stopped_in_teams(self, stream: ReplyStream) -> None:
         """The person pressed Teams' stop on the streamed message: the turn is stopped (in a

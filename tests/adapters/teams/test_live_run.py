@@ -166,6 +166,11 @@ async def test_a_refused_stream_falls_back_to_one_message(env: Env) -> None:
     assert env.connector.streams(PERSONAL) == []
     assert chat.texts() == [REPLY]  # once
 
+    env.model.script(reply_text("Again."))  # the chat's next turn does not try to stream
+    await env.say("and again")
+    assert await chat.reply(2) == "Again."
+    assert env.connector.streams(PERSONAL) == [] and env.connector.refused == []
+
 
 async def _waiting(env: Env) -> tuple[Chat, str]:
     """A turn waiting for Alice's approval in the personal chat: the chat and its card."""
