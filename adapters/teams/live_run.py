@@ -248,10 +248,14 @@ class LiveRun:
         """The turn's `Post`: a reply of the model's, whole. It ends the reply's stream (the
         final message) or, where nothing streams, is posted as one plain message."""
         async with self._lock:
-            stream, self._stream = self._stream, None
-            self._text = self._line = ""
-            if stream is not None and await self._ended_stream(stream, reply):
-                return
+            stream, self._text, self._line = self._stream, "", ""
+            try:
+                if stream is not None and await self._ended_stream(stream, reply):
+                    return
+            finally:
+                if stream is None or not stream.open:
+                    self._stream = None  # the next reply is a stream of its own
+                # else the turn was cut meanwhile: its end closes the stream (`ended`)
         await self.surface.post_text(self.room, reply)
 
     async def _ended_stream(self, stream: ReplyStream, text: str) -> bool:
