@@ -1,7 +1,8 @@
 """A turn shown live in Teams (a `TurnWatch`, bot/bridge/turns.py): the typing indicator, the
 reply streamed in personal chats, a Stop button, and how the turn ended.
 
-- Typing: a `typing` activity when the turn starts and each time the model is asked again.
+- Typing: a `typing` activity when the turn starts and each time the model is asked again,
+  renewed as it fades while the model writes a reply that is not streamed.
 - Personal chats (the only conversations Teams streams in): each reply of the model is one
   streamed message (reply_stream.py): informative lines while nothing is written ("Thinking…",
   "Running lookup…", "Waiting for Bob Baker to approve: Deploy v2"), then the text as it grows,
@@ -41,6 +42,7 @@ from bot.words.phrases import listed
 log = logging.getLogger(__name__)
 
 STREAM_INTERVAL = 1.0  # seconds between two pieces of a stream: Teams' rate
+TYPING_EVERY = 3.0  # seconds: Teams shows a typing indicator about so long
 THINKING = "Thinking…"
 DONE = "Done."
 FAILED = "Could not finish."
@@ -79,7 +81,9 @@ class LiveRun:
         self._line = ""  # the informative line to show while nothing is written
         self._text = ""  # what the model wrote of its current reply
         self._stream: ReplyStream | None = None
-        self._typing = False
+        self._typing = False  # a typing indicator is due now
+        self._writing = False  # the model is writing a reply not streamed: typing goes on
+        self._last_typing = float("-inf")
         self._stop_wanted = False
         self._stop_tried = False
         self._stop_card: str | None = None  # the Stop card's activity id, once posted
@@ -92,7 +96,7 @@ class LiveRun:
     # -- the steps (RunSteps): they only say what to show, the pump shows it
 
     def thinking(self) -> None:
-        self._typing = True
+        self._typing = self._writing = True
         self._show(THINKING)
 
     def text(self, delta: str) -> None:
@@ -103,6 +107,7 @@ class LiveRun:
         self._text = ""  # the next piece shows the reply asked for again
 
     def tool_started(self, step: ToolStep) -> None:
+        self._writing = False  # a tool may take long, or wait for a person: no typing
         self._want_stop()
         self._show(f"Running {step.name}…")
 
@@ -162,9 +167,12 @@ class LiveRun:
         """Seconds until the next piece may go (0: now), or None when nothing waits."""
         if self._typing or self._stop_wanted:
             return 0.0
-        if self._stream_piece() is None:
-            return None
-        return max(0.0, self._last_piece + self.interval - time.monotonic())
+        now, waits = time.monotonic(), []
+        if self._writing and not self.streams:  # the typing indicator, renewed as it fades
+            waits.append(self._last_typing + TYPING_EVERY - now)
+        if self._stream_piece() is not None:
+            waits.append(self._last_piece + self.interval - now)
+        return max(0.0, min(waits)) if waits else None
 
     def _stream_piece(self) -> tuple[str, str] | None:
         """("grow", text) or ("inform", line) when the stream has something new to show."""
@@ -181,8 +189,9 @@ class LiveRun:
         return None
 
     async def _send_next(self) -> None:
-        if self._typing:
-            self._typing = False
+        renewed = self._writing and not self.streams
+        if self._typing or (renewed and time.monotonic() >= self._last_typing + TYPING_EVERY):
+            self._typing, self._last_typing = False, time.monotonic()
             await self._send_typing()
             return
         if self._stop_wanted:
@@ -249,6 +258,7 @@ class LiveRun:
         final message) or, where nothing streams, is posted as one plain message."""
         async with self._lock:
             stream, self._text, self._line = self._stream, "", ""
+            self._writing = False
             try:
                 if stream is not None and await self._ended_stream(stream, reply):
                     return

@@ -10,6 +10,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from adapters.teams import live_run
 from adapters.teams.conversations import NOT_YOURS, NOTHING_RUNNING
 from adapters.teams.stop_card import STOP_VERB
 from tests.adapters.teams.conftest import (
@@ -280,3 +283,13 @@ async def test_an_approver_may_stop_the_turn(start_env: StartEnv, tmp_path: Path
     assert await chat.reply() == f"Stopped by {BOB.name}."
     stopped = [e for e in await env.store.list_audit(limit=100) if e.action == "turn.stopped"]
     assert [e.actor_id for e in stopped] == [BOB.aad]
+
+
+async def test_typing_goes_on_while_a_reply_not_streamed_is_written(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live_run, "TYPING_EVERY", 0.05)  # Teams' ~3 s, shortened
+    env.model.script(reply_text(REPLY, delay=0.05))
+    chat = await env.say("hi", conversation_id=CHANNEL)
+    assert await chat.reply() == REPLY
+    assert env.connector.typing.count(chat.conversation_id) >= 3
