@@ -29,6 +29,7 @@ def stop_card(room_id: str, line: str = WORKING, *, live: bool = True) -> dict[s
         "type": "AdaptiveCard",
         "$schema": SCHEMA_URL,
         "version": "1.5",
+        "fallbackText": teams_text(line, NOTE),  # for a client that cannot draw the card
         "body": [
             {"type": "TextBlock", "id": TURN_LINE, "text": teams_text(line, NOTE), "wrap": True}
         ],
