@@ -63,6 +63,7 @@ LEASE_MARGIN = 30.0  # seconds an attempt's lease outlasts its timeout (writing 
 RECHECK = 5.0  # seconds between looks for rows other workers left (they cannot wake this one)
 RETRY_DELAY = 1.0  # seconds before the next round after one failed (the database unavailable)
 REQUESTER_GONE = "the token is gone (revoked or deleted)"
+NOTIFICATION_TOKEN = "X-A2A-Notification-Token"  # noqa: S105 (a header's name)
 _URLS = re.compile(r"\w+://\S+")  # aiohttp's error messages may quote the full URL
 
 
@@ -81,6 +82,19 @@ def host_of(url: str) -> str:
         if parts.port is not None:
             return f"{host}:{parts.port}"
     return host
+
+
+@dataclass(frozen=True, slots=True)
+class Push:
+    """An A2A push notification to send: `body` (the task, as A2A serializes it) to the URL of
+    the request's push config `config_id`, with its `token`."""
+
+    request_id: str
+    requester: str
+    config_id: str
+    url: str
+    token: str | None
+    body: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,19 +162,28 @@ class Webhooks:
         the delivery is dropped and the drop audited."""
         if asked.callback_url is None:
             return
-        now = datetime.now(UTC)
         raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        await self._add(asked.request_id, asked.requester, asked.callback_url, raw)
+
+    async def enqueue_push(self, push: Push) -> None:
+        """Write an A2A push notification's delivery (once per request and config), sent as a
+        webhook is (signed, retried, checked), its token in X-A2A-Notification-Token."""
+        await self._add(push.request_id, push.requester, push.url, push.body,
+                        push_config=push.config_id, push_token=push.token)  # fmt: skip
+
+    async def _add(self, request_id: str, requester: str, url: str, raw: str, **push: Any) -> None:
+        now = datetime.now(UTC)
         delivery = WebhookDelivery(
-            id=secrets.token_hex(12), request_id=asked.request_id, requester=asked.requester,
-            url=asked.callback_url, body=raw, attempts=0, first_at=now, next_at=now,
+            id=secrets.token_hex(12), request_id=request_id, requester=requester,
+            url=url, body=raw, attempts=0, first_at=now, next_at=now, **push,
         )  # fmt: skip
-        why = f"{asked.requester[:100]} has {self.queue_cap} webhooks not delivered yet"
+        why = f"{requester[:100]} has {self.queue_cap} webhooks not delivered yet"
         dropped = _line("webhook.dropped", delivery, now, reason=why)
         added = await self.store.add(delivery, self.queue_cap, dropped)
         if added is Added.ADDED:
             self._wake.set()
         elif added is Added.DROPPED:
-            log.warning("webhook of request %s dropped: %s", asked.request_id, why)
+            log.warning("webhook of request %s dropped: %s", request_id, why)
             self._count("dropped")
 
     async def start(self) -> None:
@@ -269,6 +292,8 @@ class Webhooks:
             "Content-Type": "application/json", "X-Hitl-Timestamp": timestamp,
             "X-Hitl-Signature": signature(secret, timestamp, raw), "X-Hitl-Delivery": delivery.id,
         }  # fmt: skip
+        if delivery.push_token:  # A2A's: the receiver tells this task's notifications by it
+            headers[NOTIFICATION_TOKEN] = delivery.push_token
         try:
             checked_target(delivery.url, self.allow_private)  # an IP literal is not resolved: here
             async with self._session.post(
@@ -320,4 +345,6 @@ def _line(action: str, delivery: WebhookDelivery, at: datetime, **detail: Any) -
     """An audit line of an attempt: the host only (a URL's path and query may hold secrets)."""
     said = {"host": host_of(delivery.url), "attempt": delivery.attempts, "delivery": delivery.id,
             "requester": delivery.requester, **detail}  # fmt: skip
+    if delivery.push_config:  # never its token
+        said["push_config"] = delivery.push_config
     return AuditEntry(action, at, delivery.request_id, None, said)
