@@ -50,6 +50,7 @@ from adapters.api.callback_urls import CheckedResolver, RefusedUrl, checked_targ
 from adapters.api.webhook_traffic import Limits, Traffic
 from bot.failures import RepeatedFailures, first_line
 from bot.records import Asked, AuditEntry
+from bot.store.push_configs import PushConfig
 from bot.store.webhooks import Added, WebhookDelivery, WebhookTables
 
 log = logging.getLogger(__name__)
@@ -82,19 +83,6 @@ def host_of(url: str) -> str:
         if parts.port is not None:
             return f"{host}:{parts.port}"
     return host
-
-
-@dataclass(frozen=True, slots=True)
-class Push:
-    """An A2A push notification to send: `body` (the task, as A2A serializes it) to the URL of
-    the request's push config `config_id`, with its `token`."""
-
-    request_id: str
-    requester: str
-    config_id: str
-    url: str
-    token: str | None
-    body: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +153,12 @@ class Webhooks:
         raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
         await self._add(asked.request_id, asked.requester, asked.callback_url, raw)
 
-    async def enqueue_push(self, push: Push) -> None:
-        """Write an A2A push notification's delivery (once per request and config), sent as a
-        webhook is (signed, retried, checked), its token in X-A2A-Notification-Token."""
-        await self._add(push.request_id, push.requester, push.url, push.body,
-                        push_config=push.config_id, push_token=push.token)  # fmt: skip
+    async def enqueue_push(self, config: PushConfig, body: str) -> None:
+        """Write an A2A push notification's delivery of `body` (the task, as A2A serializes
+        it) to `config` (once per request and config), sent as a webhook is (signed, retried,
+        checked), the config's token in X-A2A-Notification-Token."""
+        await self._add(config.request_id, config.requester, config.url, body,
+                        push_config=config.id, push_token=config.token)  # fmt: skip
 
     async def _add(self, request_id: str, requester: str, url: str, raw: str, **push: Any) -> None:
         now = datetime.now(UTC)

@@ -74,7 +74,7 @@ async def test_the_card_is_the_sdk_s_card_with_five_skills_and_the_bearer_scheme
         "collect_data",
         "confirm_action",
     ]
-    assert card.capabilities.streaming and not card.capabilities.push_notifications
+    assert card.capabilities.streaming and card.capabilities.push_notifications
     assert card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
     assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
     bindings = {i.protocol_binding: i.url for i in card.supported_interfaces}
