@@ -61,8 +61,16 @@ class _OneLine(logging.Filter):
         return True
 
 
+class _NoBodies(logging.Filter):
+    """The SDK logs each JSON-RPC body at DEBUG: a push config's token is in it (a secret)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Request body")
+
+
 for _name in ("jsonrpc_dispatcher", "rest_dispatcher"):
     logging.getLogger(f"a2a.server.routes.{_name}").addFilter(_OneLine())
+logging.getLogger("a2a.server.routes.jsonrpc_dispatcher").addFilter(_NoBodies())
 logging.getLogger("a2a.utils.error_handlers").addFilter(_OneLine())
 
 

@@ -6,6 +6,7 @@ HITL_WEBHOOK_ALLOW_PRIVATE), signed as a webhook, with the config's token."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -86,8 +87,9 @@ async def test_the_card_offers_push_notifications(start_env: StartEnv) -> None:
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_a_settled_task_is_pushed_signed_with_the_config_s_token(
-    start_env: StartEnv, receiver: Receiver, binding: str
+    start_env: StartEnv, receiver: Receiver, binding: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     async with calling(start_env, **PRIVATE) as caller, caller.client(binding) as client:
         working = await sent(caller, binding, asking(), polling=True)
         asked = TaskPushNotificationConfig(task_id=working.id, url=receiver.url, token=TOKEN)
@@ -103,6 +105,7 @@ async def test_a_settled_task_is_pushed_signed_with_the_config_s_token(
         (delivered,) = [e for e in lines if e.action == "webhook.delivered"]
         assert delivered.detail["push_config"] == made.id
         assert TOKEN not in repr(lines)  # the token is never audited
+    assert TOKEN not in caplog.text  # nor logged, even at DEBUG
 
 
 async def test_a_config_in_send_message_is_kept_and_pushed(
