@@ -30,14 +30,16 @@ from bot.bridge.root import Bridge
 from bot.doors.long_polls import LongPolls, TooManyPolls
 from bot.doors.tokens import Tokens, bearer
 from bot.human_tools.tool import HumanTool
-from bot.records import RequestRecord, StoreUnavailableError
+from bot.records import Origin, RequestRecord, StoreUnavailableError
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, Refusal, Refused, Router
+from bot.tools.context import asked_through
 
 log = logging.getLogger(__name__)
 
 PATH = "/ag-ui"
 SURFACE = "ag-ui"  # what the audit log names as the surface of an answer given here
+DOOR = SURFACE  # and as the door of a request its run asked
 MAX_BODY = 1024 * 1024  # bytes: a client sends the whole conversation with every run
 MAX_DEPTH = 40
 GONE_EVERY = 5.0  # seconds between checks that the client is still there while a turn works
@@ -151,7 +153,8 @@ class AgUiDoor:
             await self.threads.text(room, said)
 
         turn = self.channel.respond(room, text, actor_id=_actor(requester), on_text=on_text)
-        self.threads.start(room, turn)
+        with asked_through(Origin(DOOR, requester)):  # the turn's task copies it: its requests
+            self.threads.start(room, turn)
         return None
 
     async def _stream(

@@ -101,6 +101,8 @@ async def test_an_approval_completes_with_the_answer_as_a_data_artifact(
         audit = await caller.env.store.list_audit(request_id=request_id)
         asked = [e for e in audit if e.action == "door.asked"]
         assert [e.detail["requester"] for e in asked] == ["a2a-agent"]
+        (created,) = [e for e in audit if e.action == "request.created"]
+        assert (created.detail["door"], created.detail["requester"]) == ("a2a", "a2a-agent")
 
 
 async def pending_id(caller: Caller) -> str:

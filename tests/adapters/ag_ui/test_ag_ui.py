@@ -157,6 +157,8 @@ async def test_an_approval_interrupts_and_a_resolved_resume_reaches_the_model(
     assert "Deploy v2 to production" in (interrupt.message or "")
     created = [e for e in await env.store.list_audit(request_id=record.id)]
     assert [e.action for e in created][:1] == ["request.created"]
+    door = created[0].detail
+    assert (door["door"], door["requester"]) == ("ag-ui", "web-app")  # the run's door, token
 
     second = await client.resume("t-deploy", interrupt.id, "resolved", {"approved": True})
     assert results(second) == [{"approved": True}]
