@@ -78,8 +78,8 @@ class LoadingA2aDoor:
         """A door request settled: its push configs' notifications enqueued (none, the SDK not
         needed, for the many requests without one)."""
         configs = await self.push.tables.of_request(asked.request_id)
-        if configs:
-            door = await self.loaded()
+        door = await self._door() if configs else None  # failed to load: said once, by _load
+        if door is not None:
             await door.pushes.notify(body, configs)
 
     async def _door(self) -> A2aDoor | None:

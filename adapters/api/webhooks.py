@@ -19,6 +19,10 @@ URL's path or query, the body or the secret.
 Callback URLs are checked for SSRF at create time and again at delivery
 (adapters/api/callback_urls.py).
 
+A2A push notifications (adapters/a2a/push.py) are deliveries too (`enqueue_push`): one per
+request and push config, their body the A2A task, signed, retried and checked alike, the
+config's token sent as `X-A2A-Notification-Token` (never in a log or an audit line).
+
 One token's receiver never delays another's (adapters/api/webhook_traffic.py): attempts in
 flight are limited per destination host and per token, a host that keeps failing or hanging
 has its deliveries postponed while its circuit is open, and a token has at most `queue_cap`

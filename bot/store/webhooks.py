@@ -1,5 +1,6 @@
 """The `webhook_deliveries` table, and `WebhookTables` over it on a SqlStore (each method one
-transaction) for the sender, adapters/api/webhooks.py.
+transaction) for the sender, adapters/api/webhooks.py. A request has one delivery to its
+callback URL and one to each of its A2A push configs (`push_config`).
 
 A delivery is claimed for one attempt with a compare-and-set on its attempt count and lease,
 so two workers never send the same attempt at once; a worker that dies mid-attempt leaves a
