@@ -32,19 +32,24 @@ $(VENV)/.installed-dev: $(VENV)/.installed clients/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./clients/python
 	touch $@
 
-# The TypeScript client and its Vercel AI SDK example (clients/typescript, examples/vercel_ai):
-# Node and npm from Debian where absent, each package from its lockfile, the client built (the
-# tests compile again what they run). Made again when a lockfile changes.
-$(NODE_INSTALLED): clients/typescript/package-lock.json examples/vercel_ai/package-lock.json
+# The TypeScript client, its Vercel AI SDK example and the CopilotKit-style page
+# (clients/typescript, examples/vercel_ai, examples/copilotkit): Node and npm from Debian where
+# absent, each package from its lockfile, the client and the page's bundle built (the tests
+# build again what they run). Made again when a lockfile changes.
+NODE_LOCKS := clients/typescript/package-lock.json examples/vercel_ai/package-lock.json \
+	examples/copilotkit/package-lock.json
+$(NODE_INSTALLED): $(NODE_LOCKS)
 	command -v node >/dev/null && command -v npm >/dev/null || \
 		(apt-get update && apt-get install -y --no-install-recommends nodejs npm)
 	npm ci --prefix clients/typescript
 	npm run build --prefix clients/typescript
 	npm ci --prefix examples/vercel_ai
+	npm ci --prefix examples/copilotkit
+	npm run build --prefix examples/copilotkit
 	touch $@
 
-# The admin console's browser tests drive Debian's headless chromium through its chromedriver;
-# no test tool downloads a browser of its own.
+# The browser tests (the admin console's, the CopilotKit-style page's) drive Debian's headless
+# chromium through its chromedriver; no test tool downloads a browser of its own.
 browser:
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 		(apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver)

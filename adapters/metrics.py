@@ -30,7 +30,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from adapters.server import Handler
-from bot.agent.provider import AIProvider, AssistantTurn, ReplyInterruptedError, ToolStartCallback
+from bot.agent.provider import (
+    AIProvider,
+    AssistantTurn,
+    ReplyInterruptedError,
+    TextDeltaCallback,
+    ToolStartCallback,
+)
 from bot.doors.service import DOOR_CHANNEL
 from bot.human_input.log_lines import OUTCOMES
 from bot.human_input.snapshots import RenderState, RequestUpdate
@@ -286,12 +292,17 @@ class MeteredModel:
         messages: list[dict[str, Any]],
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
+        on_text_delta: TextDeltaCallback | None = None,
     ) -> AssistantTurn:
         started = time.perf_counter()
         outcome = "error"
         try:
             turn = await self.inner.generate(
-                system=system, messages=messages, tools=tools, on_tool_start=on_tool_start
+                system=system,
+                messages=messages,
+                tools=tools,
+                on_tool_start=on_tool_start,
+                on_text_delta=on_text_delta,
             )
             outcome = "ok"
             return turn

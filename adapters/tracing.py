@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer
 
-    from bot.agent.provider import AIProvider, AssistantTurn, ToolStartCallback
+    from bot.agent.provider import AIProvider, AssistantTurn, TextDeltaCallback, ToolStartCallback
     from bot.gates.gate import Gate
     from bot.tools import AITool, ToolHandler
 
@@ -203,11 +203,16 @@ class TracedProvider:
         messages: list[dict[str, Any]],
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
+        on_text_delta: TextDeltaCallback | None = None,
     ) -> AssistantTurn:
         attributes: Mapping[str, Any] = {"gen_ai.operation.name": "chat"}
         with self.tracer.start_as_current_span("chat", attributes=attributes) as span:
             turn = await self.inner.generate(
-                system=system, messages=messages, tools=tools, on_tool_start=on_tool_start
+                system=system,
+                messages=messages,
+                tools=tools,
+                on_tool_start=on_tool_start,
+                on_text_delta=on_text_delta,
             )
             span.set_attribute("gen_ai.response.finish_reasons", [turn.stop_reason or ""])
             return turn

@@ -221,6 +221,8 @@ class RunRecord:
     owner: str | None
     lease_until: datetime | None
     active: bool
+    stop_by: str | None = None  # someone asked it to stop, on another worker than its owner
+    stop_reason: str | None = None  # what its open requests then say ("Stopped by …")
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +374,9 @@ class RequestStore(Protocol):
         self, room_id: str, channel_id: str, owner: str, lease_until: datetime
     ) -> bool: ...
     async def orphaned_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]: ...
+    async def active_run(self, room_id: str, channel_id: str) -> RunRecord | None: ...
+    async def ask_stop(self, room_id: str, channel_id: str, by: str, reason: str) -> bool: ...
+    async def stops_asked(self, owner: str) -> list[RunRecord]: ...
 
     # inbox: `InboxRows` (bot/durable/inbox.py)
     async def receive(

@@ -3,7 +3,7 @@
 A run authenticates first (a door token, 401 otherwise), then reads its `RunAgentInput`
 (400 with one line if it is not one), then streams AG-UI events over SSE: RUN_STARTED, the
 model's text messages, its tool calls and their results (each call a step, STEP_STARTED to
-STEP_FINISHED, named after its tool: events.RunSteps), and RUN_FINISHED; a human tool's
+STEP_FINISHED, named after its tool: events.ToolCallSteps), and RUN_FINISHED; a human tool's
 request ends the run with an interrupt outcome, and the next run on the thread resumes it by
 its id. Failures after the stream started are one RUN_ERROR, never a traceback. The turn
 itself outlives a run: see adapters/ag_ui/threads.py for why.
@@ -163,7 +163,7 @@ class AgUiDoor:
     ) -> AsyncIterator[BaseEvent]:
         """The thread's events until its turn ends or asks a person (then the interrupt)."""
         thread = self.threads.thread(room)
-        steps = events.RunSteps()
+        steps = events.ToolCallSteps()
         getter: asyncio.Future[Item] | None = None  # kept across checks: no item is lost
         try:
             while True:

@@ -93,14 +93,14 @@ def tool_result(call_id: str, content: str) -> ToolCallResultEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """A tool call's result, as the turn tells it: `RunSteps` streams it in its step."""
+    """A tool call's result, as the turn tells it: `ToolCallSteps` streams it in its step."""
 
     call_id: str
     name: str
     content: str
 
 
-class RunSteps:
+class ToolCallSteps:
     """The steps one run streams, one a tool call (named after the tool): STEP_STARTED before
     its TOOL_CALL_START, STEP_FINISHED after its TOOL_CALL_RESULT. AG-UI pairs steps within a
     run (a client refuses RUN_FINISHED while a step is open, and a STEP_FINISHED it saw no

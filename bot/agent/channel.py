@@ -26,6 +26,7 @@ from bot.agent.provider import (
     ReplyInterruptedError,
     TextCallback,
 )
+from bot.agent.steps import NoSteps, RunSteps, ToolStep, outcome_line
 from bot.agent.transcript import append_user_text, cancelled_results, open_round, text_of
 from bot.durable.leases import RunLeases
 from bot.errors import ToolCallError, ToolRefusedError, UnservedToolCallError
@@ -82,6 +83,7 @@ class AIChannel:
     suspended: bool = False  # shutting down: a cut turn leaves its transcript for a resume
     _transcripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _room_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _halted: set[str] = field(default_factory=set)
     _warned: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -111,22 +113,25 @@ class AIChannel:
         *,
         actor_id: str | None = None,
         on_text: TextCallback | None = None,
+        steps: RunSteps | None = None,
     ) -> str:
         """Run one turn for `actor_id`'s message in `room_id`; returns all the model wrote.
 
-        `on_text` is given each piece of text as the model writes it, before its tool calls
+        `on_text` is given each of the model's replies once complete, before its tool calls
         run, so a surface can post "I'll ask for approval" ahead of the request itself.
+        `steps` is told the turn as it happens (bot/agent/steps.py): the reply piece by
+        piece, each tool call's start and end.
         """
-        on_text = _shown(on_text)
+        on_text, watch = _shown(on_text), steps or NoSteps()
         async with self._room_run(room_id, actor_id):
             messages = await self._load(room_id)
             if self.runs is not None and (calls := open_round(messages)):
                 # A run cut short that no worker adopted yet: finish its round first (a human
                 # tool waits on the request it made) rather than close it unanswered.
-                await self._finish_round(room_id, messages, calls, actor_id)
+                await self._finish_round(room_id, messages, calls, actor_id, watch)
             append_user_text(messages, text)
             await self._save(room_id, messages)
-            return await self._run_rounds(room_id, messages, actor_id, on_text)
+            return await self._run_rounds(room_id, messages, actor_id, on_text, watch)
 
     async def _finish_round(
         self,
@@ -134,29 +139,35 @@ class AIChannel:
         messages: list[dict[str, Any]],
         calls: list[dict[str, Any]],
         actor_id: str | None,
+        steps: RunSteps,
     ) -> None:
         """Run an open round's calls as a resumed run does, and save their results."""
         offered = self.offered_tools
         results = await asyncio.gather(
-            *(self._run_tool(c, offered, room_id, actor_id, resumed=True) for c in calls)
+            *(self._run_tool(c, offered, room_id, actor_id, steps, resumed=True) for c in calls)
         )
         messages.append({"role": "user", "content": results})
         await self._save(room_id, messages)
 
     async def resume(
-        self, room_id: str, *, actor_id: str | None = None, on_text: TextCallback | None = None
+        self,
+        room_id: str,
+        *,
+        actor_id: str | None = None,
+        on_text: TextCallback | None = None,
+        steps: RunSteps | None = None,
     ) -> str:
         """Carry on a run cut short (its worker restarted or died) from the saved transcript.
 
         The open round's calls run again, a human tool waiting on the request it had made
         (answered meanwhile or not); then the turn goes on as respond() would.
         """
-        on_text = _shown(on_text)
+        on_text, watch = _shown(on_text), steps or NoSteps()
         async with self._room_run(room_id, actor_id, adopted=True):
             messages = await self._load(room_id)
             calls = open_round(messages)
             if calls:
-                await self._finish_round(room_id, messages, calls, actor_id)
+                await self._finish_round(room_id, messages, calls, actor_id, watch)
             elif not messages:
                 return ""
             elif messages[-1]["role"] == "assistant":
@@ -168,7 +179,12 @@ class AIChannel:
                 if text and on_text is not None:
                     await on_text(text)
                 return text
-            return await self._run_rounds(room_id, messages, actor_id, on_text)
+            return await self._run_rounds(room_id, messages, actor_id, on_text, watch)
+
+    def halt(self, room_id: str) -> None:
+        """Ask the model nothing more in the turn running in `room_id` (someone stopped it):
+        at its next round it ends as a cancelled turn does, whatever its tools returned."""
+        self._halted.add(room_id)
 
     @contextlib.asynccontextmanager
     async def _room_run(
@@ -187,12 +203,14 @@ class AIChannel:
             try:
                 yield
             except BaseException:
+                self._halted.discard(room_id)
                 # Cut while shutting down: the run stays open, for another worker to resume.
                 if runs is not None and not self.suspended:
                     await asyncio.shield(runs.finish(room_id, self.channel_id))
                 raise
             # A turn that ended ends its run, shutting down or not: left open, it would be
             # adopted and its last words posted again.
+            self._halted.discard(room_id)
             if runs is not None:
                 await asyncio.shield(runs.finish(room_id, self.channel_id))
 
@@ -202,11 +220,14 @@ class AIChannel:
         messages: list[dict[str, Any]],
         actor_id: str | None,
         on_text: TextCallback | None,
+        steps: RunSteps,
     ) -> str:
         offered = self.offered_tools
         texts: list[str] = []
         for _ in range(self.max_rounds):
-            turn = await self._generate(room_id, messages, offered, actor_id)
+            if room_id in self._halted:
+                raise asyncio.CancelledError(f"the turn in {room_id} was stopped")
+            turn = await self._generate(room_id, messages, offered, actor_id, steps)
             if turn is None:  # cut short every time: nothing of it is used, the person is told
                 texts.append(INTERRUPTED)
                 if on_text is not None:
@@ -224,7 +245,10 @@ class AIChannel:
                 if not turn.tool_calls:
                     return "\n\n".join(texts)
                 results = await asyncio.gather(
-                    *(self._run_tool(call, offered, room_id, actor_id) for call in turn.tool_calls)
+                    *(
+                        self._run_tool(call, offered, room_id, actor_id, steps)
+                        for call in turn.tool_calls
+                    )
                 )
                 messages.append({"role": "user", "content": results})
                 await self._save(room_id, messages)
@@ -244,6 +268,7 @@ class AIChannel:
         messages: list[dict[str, Any]],
         offered: dict[str, AITool],
         actor_id: str | None,
+        steps: RunSteps,
     ) -> AssistantTurn | None:
         """The model's next complete turn; a reply cut short is asked for again
         (`stream_retries` times), and None if every one was cut.
@@ -260,17 +285,24 @@ class AIChannel:
 
         turn: AssistantTurn | None = None
         reason = INTERRUPTED
+
+        def wrote(delta: str) -> None:
+            steps.text(visible(delta))
+
         try:
             for attempt in range(self.stream_retries + 1):
+                steps.thinking()
                 try:
                     turn = await self.provider.generate(
                         system=self.system_prompt,
                         messages=messages,
                         tools=list(offered.values()),
                         on_tool_start=started,
+                        on_text_delta=wrote,
                     )
                     break
                 except ReplyInterruptedError as err:
+                    steps.discarded()
                     again = attempt < self.stream_retries
                     log.warning("room %s: the model's reply was interrupted (%s)%s", room_id,
                                 err, ", asking again" if again else "")  # fmt: skip
@@ -325,6 +357,7 @@ class AIChannel:
         offered: dict[str, AITool],
         room_id: str,
         actor_id: str | None,
+        steps: RunSteps,
         *,
         resumed: bool = False,
     ) -> dict[str, Any]:
@@ -332,12 +365,16 @@ class AIChannel:
         arguments: dict[str, Any] = call.get("input") or {}
         event = ToolCallEvent(name, arguments, call_id, room_id, self.channel_id, actor_id)
         context = HookContext(room_id=room_id, channel_id=self.channel_id)
+        steps.tool_started(ToolStep(call_id, name, arguments))
         try:
             outcome = await self._decide(event, offered, context, actor_id, resumed)
         except asyncio.CancelledError:
+            steps.tool_finished(ToolStep(call_id, name, arguments, False, "cancelled"))
             self._drop_announced(event, "The turn was cancelled")
             self.hooks.fire(HookTrigger.ON_TOOL_CALL, _ended(event, cancelled=True), context)
             raise
+        line = outcome_line(outcome.content, is_error=outcome.is_error)
+        steps.tool_finished(ToolStep(call_id, name, arguments, not outcome.is_error, line))
         if outcome.refused:
             self._drop_announced(event, outcome.detail or "Refused")
         ended = _ended(event, outcome=outcome)

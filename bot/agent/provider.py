@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 ToolStartCallback = Callable[[str, str], None]
 """(tool name, tool_use id): told as soon as a tool_use block starts streaming."""
+TextDeltaCallback = Callable[[str], None]
+"""A piece of the reply's text, told as it streams in (it must return at once)."""
 TextCallback = Callable[[str], Awaitable[None]]
 
 INTERRUPTED = "The agent's reply was interrupted."
@@ -59,8 +61,10 @@ class AIProvider(Protocol):
         messages: list[dict[str, Any]],
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
+        on_text_delta: TextDeltaCallback | None = None,
     ) -> AssistantTurn:
-        """The next turn, complete; ReplyInterruptedError if the reply was cut short."""
+        """The next turn, complete; ReplyInterruptedError if the reply was cut short.
+        `on_text_delta` is told the reply's text piece by piece as it is written."""
         ...
 
 
@@ -92,6 +96,7 @@ class AnthropicAIProvider:
         messages: list[dict[str, Any]],
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
+        on_text_delta: TextDeltaCallback | None = None,
     ) -> AssistantTurn:
         # The anthropic SDK's HTTP client (loaded with it): a connection dropped mid-stream
         # raises its errors.
@@ -121,6 +126,8 @@ class AnthropicAIProvider:
                         block = event.content_block
                         if block.type == "tool_use":
                             on_tool_start(block.name, block.id)
+                    elif event.type == "content_block_delta" and on_text_delta is not None:
+                        _tell_text(event.delta, on_text_delta)
             # Older SDKs let the HTTP client's error through; 2.17 and newer wrap a failed
             # read of the body as an APIConnectionError (the request itself was sent above).
             except (httpx2.TransportError, anthropic.APIConnectionError) as err:
@@ -133,6 +140,12 @@ class AnthropicAIProvider:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _tell_text(delta: Any, on_text_delta: TextDeltaCallback) -> None:
+    """A streamed delta's text, if it is text (not a tool call's input, not thinking)."""
+    if delta.type == "text_delta" and delta.text:
+        on_text_delta(delta.text)
 
 
 ModelTrouble = Literal["key", "model", "unreachable", "other"]

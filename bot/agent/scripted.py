@@ -9,10 +9,12 @@ with arguments that fit its schema.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Any
 
 from bot.agent import AssistantTurn, ToolStartCallback
+from bot.agent.provider import TextDeltaCallback
 from bot.tools import AITool
 from bot.words.tool_names import BUILTIN_TOOL_NAMES
 
@@ -80,6 +82,7 @@ class ScriptedAIProvider:
         messages: list[dict[str, Any]],
         tools: list[AITool],
         on_tool_start: ToolStartCallback,
+        on_text_delta: TextDeltaCallback | None = None,
     ) -> AssistantTurn:
         offered = {tool.name for tool in tools}
         steps = [step for step in self.script if step[1] in offered]
@@ -90,15 +93,25 @@ class ScriptedAIProvider:
         asked = _tool_calls_since_last_text(messages)
         if asked >= len(steps):
             summary = _summary(messages, asked)
+            _stream(summary, on_text_delta)
             return AssistantTurn([{"type": "text", "text": summary}], "end_turn")
         text, name, arguments = steps[asked]
         call_id = f"toolu_scripted_{secrets.token_hex(6)}"
+        _stream(text, on_text_delta)
         on_tool_start(name, call_id)
         content: list[dict[str, Any]] = [
             {"type": "text", "text": text},
             {"type": "tool_use", "id": call_id, "name": name, "input": arguments},
         ]
         return AssistantTurn(content, "tool_use")
+
+
+def _stream(text: str, on_text_delta: TextDeltaCallback | None) -> None:
+    """Tell the text word by word, as a model streaming it would."""
+    if on_text_delta is not None:
+        for word in re.split(r"(?<=\s)(?=\S)", text):
+            if word:
+                on_text_delta(word)
 
 
 def _first_own_tool(tools: list[AITool], scripted: set[str]) -> AITool | None:

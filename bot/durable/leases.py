@@ -4,6 +4,10 @@ A turn takes its room's run (a compare-and-set), and gives it back when it ends.
 dies stops renewing; once its lease lapses another worker adopts the run and resumes it from
 the saved transcript. A worker shutting down lets its leases lapse at once, so adoption is
 immediate; it does not settle its requests, which stay pending for whoever takes over.
+
+A person may ask to stop a run from any worker: the one they reach writes the ask on the run's
+row (`ask_stop`), and the run's owner reads it with every renewal and tells its listeners
+(`on_stop_asked`), which cut the turn.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -57,6 +62,19 @@ class LeaseRows(Protocol):
         """Active runs whose lease lapsed: their worker is gone."""
         ...
 
+    async def active_run(self, room_id: str, channel_id: str) -> RunRecord | None:
+        """The room's run, if one is active (on any worker)."""
+        ...
+
+    async def ask_stop(self, room_id: str, channel_id: str, by: str, reason: str) -> bool:
+        """Write on the room's active run that `by` asked it to stop, and what its open
+        requests are to say; False if none is active."""
+        ...
+
+    async def stops_asked(self, owner: str) -> list[RunRecord]:
+        """`owner`'s active runs someone asked to stop."""
+        ...
+
 
 class RunLeases:
     """This worker's runs: acquire per turn, renewed in the background, released on shutdown."""
@@ -76,6 +94,7 @@ class RunLeases:
         self._renewer: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._failures = RepeatedFailures(log)
+        self._stop_listeners: list[Callable[[RunRecord], None]] = []
 
     @property
     def held(self) -> int:
@@ -121,6 +140,11 @@ class RunLeases:
             self._held += 1
         return won
 
+    def on_stop_asked(self, listener: Callable[[RunRecord], None]) -> None:
+        """`listener` is told each run of this worker someone asked to stop (every renewal,
+        until the run ends: it must not mind being told twice)."""
+        self._stop_listeners.append(listener)
+
     async def finish(self, room_id: str, channel_id: str) -> None:
         self._held = max(self._held - 1, 0)
         await self.store.finish_run(room_id, channel_id, self.worker_id)
@@ -142,11 +166,19 @@ class RunLeases:
             if self._held and not self._stopping.is_set():
                 try:
                     await self.store.renew_runs(self.worker_id, self._lease_until())
+                    await self._tell_stops()
                     self._failures.recovered("renewing the run leases")
                 except StoreUnavailableError as err:
                     self._failures.failed("renewing the run leases", err)
                 except Exception:
                     log.exception("could not renew the leases of %s", self.worker_id)
+
+    async def _tell_stops(self) -> None:
+        if not self._stop_listeners:
+            return
+        for run in await self.store.stops_asked(self.worker_id):
+            for listener in self._stop_listeners:
+                listener(run)
 
     async def release_all(self) -> None:
         """Shutting down: let every run of this worker lapse now, for another to adopt."""

@@ -22,7 +22,17 @@ RENEW_RUNS = (
 FINISH_RUN = (
     update(runs)
     .where(*_RUN_KEY, runs.c.owner == bindparam("b_owner"))
-    .values(active=False, owner=None, lease_until=None, updated_at=bindparam("b_now"))
+    .values(active=False, owner=None, lease_until=None, stop_by=None, stop_reason=None,
+            updated_at=bindparam("b_now"))
+)  # fmt: skip
+ACTIVE_RUN = select(runs).where(*_RUN_KEY, runs.c.active.is_(True))
+ASK_STOP = (
+    update(runs)
+    .where(*_RUN_KEY, runs.c.active.is_(True))
+    .values(stop_by=bindparam("b_by"), stop_reason=bindparam("b_reason"))
+)
+STOPS_ASKED = select(runs).where(
+    runs.c.owner == bindparam("b_owner"), runs.c.active.is_(True), runs.c.stop_by.is_not(None)
 )
 RELEASE_RUNS = (
     update(runs)
@@ -57,6 +67,8 @@ def new_run(dialect: str) -> Executable:
             "lease_until": taken.lease_until,
             "active": True,
             "updated_at": taken.updated_at,
+            "stop_by": None,  # a stop asked of an earlier turn is not this one's
+            "stop_reason": None,
         },
         where=(runs.c.active.is_(False))
         | (runs.c.owner == taken.owner)
@@ -77,4 +89,6 @@ def run_of(row: Row[Any]) -> RunRecord:
         owner=row.owner,
         lease_until=row.lease_until,
         active=bool(row.active),
+        stop_by=row.stop_by,
+        stop_reason=row.stop_reason,
     )

@@ -183,6 +183,10 @@ class RunRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     active: Mapped[bool]
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Who asked the run to stop, from a worker that does not run it: its owner stops it at
+    # its next renewal (bot/durable/leases.py).
+    stop_by: Mapped[str | None] = mapped_column(String)
+    stop_reason: Mapped[str | None] = mapped_column(String)
 
 
 class HolderRow(Base):

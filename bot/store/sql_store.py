@@ -406,6 +406,20 @@ class SqlStore:
         )
         return [run_rows.run_of(row) for row in rows]
 
+    async def active_run(self, room_id: str, channel_id: str) -> RunRecord | None:
+        values = {"b_room": room_id, "b_channel": channel_id}
+        rows = await self._executor.read(every, run_rows.ACTIVE_RUN, values)
+        return run_rows.run_of(rows[0]) if rows else None
+
+    async def ask_stop(self, room_id: str, channel_id: str, by: str, reason: str) -> bool:
+        """Ask the room's active run to stop (its owner acts on it); False if none is active."""
+        values = {"b_room": room_id, "b_channel": channel_id, "b_by": by, "b_reason": reason}
+        return bool(await self._executor.write_alone(count, run_rows.ASK_STOP, values))
+
+    async def stops_asked(self, owner: str) -> list[RunRecord]:
+        rows = await self._executor.read(every, run_rows.STOPS_ASKED, {"b_owner": owner})
+        return [run_rows.run_of(row) for row in rows]
+
     # -- the audit chain and its pages (bot.audit.chain.ChainStore, bot.audit.export.AuditPages)
 
     async def seal_audit(self) -> int:

@@ -146,10 +146,13 @@ async def test_start_prunes_and_sweeps_then_keeps_sweeping(store: SqlStore) -> N
 
 async def test_applied_rows_are_marked_together_a_moment_later(store: SqlStore) -> None:
     writes: list[str] = []
+    written = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
-    def seen(statement: str) -> None:
+    def seen(statement: str) -> None:  # on the store's thread, maybe
         if statement.lstrip().upper().startswith("UPDATE INBOX"):
             writes.append(statement)
+            loop.call_soon_threadsafe(written.set)
 
     store.watch(seen)
     inbox = Inbox(store, "slack", Applied(), grace=0.0, mark_delay=0.05)
@@ -158,7 +161,8 @@ async def test_applied_rows_are_marked_together_a_moment_later(store: SqlStore) 
         inbox.applied(f"k{n}")
     assert await inbox.sweep() == 0  # applied here, not marked yet: not left over
     assert writes == []
-    await asyncio.sleep(0.3)
+    await asyncio.wait_for(written.wait(), 5)  # the marking task's write, however late
+    await asyncio.sleep(0.1)  # a second write would follow at once: give it the chance
     assert len(writes) == 1  # the three at once
     await inbox.receive("k3", click(3))
     inbox.applied("k3")

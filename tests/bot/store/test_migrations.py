@@ -44,7 +44,7 @@ WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
 VOTE_TABLES = {"votes"}  # 0010
 COPY_TABLES = {"message_copies"}  # 0014
 SESSION_TABLES = {"admin_sessions"}  # 0018
-PUSH_TABLES = {"push_configs"}  # 0020
+PUSH_TABLES = {"push_configs"}  # 0021
 LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES,
          *COPY_TABLES, *SESSION_TABLES, *PUSH_TABLES}  # after 0003  # fmt: skip
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
@@ -296,7 +296,7 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
     await upgrade(database.url, "0008", schema=database.schema)
     assert not WEBHOOK_TABLES & await table_names(engine)
     await upgrade(database.url, "0009", schema=database.schema)
-    # Today's WebhookTables reads the columns 0020 added: 0009's table is written in SQL.
+    # Today's WebhookTables reads the columns 0021 added: 0009's table is written in SQL.
     row = ("INSERT INTO webhook_deliveries (id, request_id, requester, url, body, attempts, "
            "first_at, next_at) VALUES ('{}', 'r1', 'ci', 'https://example.com/hook', '{{}}', 0, "
            "'2026-01-01 00:00:00', '2026-01-01 00:00:00')")  # fmt: skip
@@ -508,12 +508,12 @@ async def test_open_store_without_migrate_leaves_the_database_alone(
     assert await table_names(engine) == set()
 
 
-async def test_0020_push_configs_up_and_down(database: Database, engine: AsyncEngine) -> None:
-    """0020 adds A2A push configs and a delivery per request and push config (the callback
+async def test_0021_push_configs_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0021 adds A2A push configs and a delivery per request and push config (the callback
     URL's still one a request); its downgrade drops the push deliveries and keeps the rest."""
-    await upgrade(database.url, "0019", schema=database.schema)
-    assert not PUSH_TABLES & await table_names(engine)
     await upgrade(database.url, "0020", schema=database.schema)
+    assert not PUSH_TABLES & await table_names(engine)
+    await upgrade(database.url, "0021", schema=database.schema)
     store = await open_store(database.url, migrate=False, schema=database.schema)
     try:
         tables = WebhookTables(store)
@@ -531,7 +531,7 @@ async def test_0020_push_configs_up_and_down(database: Database, engine: AsyncEn
         assert await configs.of_request("r1") == [config]
     finally:
         await store.close()
-    await downgrade(database.url, "0019", schema=database.schema)
+    await downgrade(database.url, "0020", schema=database.schema)
     assert await table_names(engine) == {*TABLES - PUSH_TABLES, "alembic_version"}
     assert await row_count(engine, "webhook_deliveries") == 1  # the callback URL's
     await upgrade(database.url, schema=database.schema)

@@ -4,8 +4,8 @@ A push notification is sent by the webhook machinery (signed, retried, SSRF-chec
 delivery per request and config: `webhook_deliveries` gains the config's id ("" for the HTTP
 API's callback URL, so a request still has one such delivery) and the token sent with it.
 
-Revision ID: 0020
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-06
 
 """
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0020"
-down_revision: str | Sequence[str] | None = "0019"
+revision: str = "0021"
+down_revision: str | Sequence[str] | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
