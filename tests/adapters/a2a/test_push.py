@@ -210,3 +210,18 @@ async def test_a_config_made_after_the_task_settled_is_pushed_at_once(
         await client.create_task_push_notification_config(asked, context=caller.context)
         _, pushed = await receiver.one()
         assert pushed.task.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_click_on_another_worker_settles_and_notifies(
+    start_env: StartEnv, receiver: Receiver
+) -> None:
+    async with calling(start_env, **PRIVATE) as caller, caller.client() as client:
+        working = await sent(caller, "JSONRPC", asking(), polling=True)
+        asked = TaskPushNotificationConfig(task_id=working.id, url=receiver.url, token=TOKEN)
+        await client.create_task_push_notification_config(asked, context=caller.context)
+        message = await posted(caller.env, working.id)
+        second = await start_env(**PRIVATE)  # another worker on the same database
+        await second.click(message, "hitl_approve")  # the person's click reaches the other
+        headers, pushed = await receiver.one()
+        await check_signed(caller, headers, receiver.got[0][1])
+        assert pushed.task.status.state == TaskState.TASK_STATE_COMPLETED
