@@ -47,10 +47,12 @@ from adapters.http_limits import (
 from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
+from adapters.slack.live_run import StreamSupport
 from adapters.slack.metered import CallRecorder, CountedSlackCalls
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
-from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
+from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX, STOP_RUN_ACTION
+from adapters.slack.stops import RunStops
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
@@ -145,13 +147,17 @@ class SlackAdapter:
         self._failures = Throttled(log, LOG_EVERY, burst=10, level=logging.ERROR)
         self.surface = SlackSurface(client, store, router.tools, copies)
         bridge.attach(self.surface)
+        self.streams = StreamSupport()  # replies streamed, until the workspace refuses it
         self.conversations = SlackConversations(
             channel=channel,
             surface=self.surface,
             store=store,
             router=router,
             bot_user_id=lambda: self.bot_user_id,
+            streams=self.streams,
         )
+        bridge.add_observer(self.conversations.request_changed)  # a running turn's cards
+        self.stops = RunStops(self.conversations, self._later)
         self.interactions = Interactions(
             client=client, surface=self.surface, router=router, later=self._later, store=store
         )
@@ -166,6 +172,7 @@ class SlackAdapter:
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.event(HOME)(self._on_home_opened)
+        app.action(STOP_RUN_ACTION)(self.stops.on_click)  # before the requests' `hitl_*`
         app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
         app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
         app.command(SLASH_COMMAND)(self._on_command)
@@ -184,10 +191,15 @@ class SlackAdapter:
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         """/hitl [pending | mine | grants | revoke <id> | audit … | cancel <id> …]
-        (bot/commands/), answered privately (ephemeral) to who typed it."""
+        (bot/commands/), and `stop` (a running turn, adapters/slack/stops.py), answered
+        privately (ephemeral) to who typed it."""
         place = Place(f"{ROOM_PREFIX}{command.get('channel_id', '')}", ":")
         user = str(command.get("user_id", ""))
         typed = command_words(str(command.get("text") or ""))
+        if typed.strip().lower() == "stop":
+            said = await self.stops.command(str(command.get("channel_id", "")), user)
+            await ack(text=said, response_type="ephemeral")
+            return
         try:
             lines = await self.commands.answer(typed, place=place, user=user, private=True)
         except StoreUnavailableError as err:  # one clear line to them, one in the log
@@ -226,6 +238,7 @@ class SlackAdapter:
             self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])
+        self.streams.team_id = str(auth.get("team_id") or "")  # whom a stream is for
         self.surface.workspace_url = str(auth.get("url") or "")  # for the messages' links
         await self.interactions.inbox.start()
 

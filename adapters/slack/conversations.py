@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapters.slack.live_run import LiveRun, StreamSupport
 from adapters.slack.messages import TOO_LONG_TO_CHOOSE, question_of, render_chooser
 from adapters.slack.rooms import SlackRoom
 from adapters.slack.scheme import SURFACE
@@ -28,7 +29,7 @@ from bot import AIChannel
 from bot.agent.channel import Transcripts
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, Turns
+from bot.bridge.turns import Post, RunningTurn, StopResult, Turns, Watches
 from bot.human_input import RequestRows, RequestUpdate
 from bot.policies.drivers import refused_turn
 from bot.records import RequestRecord, StoreUnavailableError
@@ -100,13 +101,16 @@ class SlackConversations:
         store: ConversationRows,
         router: Router,
         bot_user_id: Callable[[], str],
+        streams: StreamSupport | None = None,
     ) -> None:
+        """`streams`: whether this workspace streams replies (adapters/slack/live_run.py)."""
         self.channel = channel
         self.surface = surface
         self.store = store
         self.router = router
         self.bot_user_id = bot_user_id
-        self._turns = Turns(channel)
+        self.streams = streams if streams is not None else StreamSupport()
+        self._turns = Turns(channel, router)
 
     async def on_message(self, event: dict[str, Any], *, mentioned: bool) -> None:
         """Handle one delivery of a message event (called after the ack)."""
@@ -212,13 +216,26 @@ class SlackConversations:
                 room.channel, user, refused.render(SLACK), room.thread_ts or None
             )
             return
-        self._turns.start(room.room_id, user, text, self._poster(room))
+        live = LiveRun(self.surface.client, self.surface, self.streams, room, user)
+        self._turns.start(room.room_id, user, text, live.post, Watches(live))
 
     def _poster(self, room: SlackRoom) -> Post:
         async def post(reply: str) -> None:
             await self.surface.post_text(room, reply)
 
         return post
+
+    # -- the running turns: told of their requests, stopped (adapters/slack/stops.py)
+
+    async def request_changed(self, update: RequestUpdate) -> None:
+        """A bridge observer: the turn running in the request's room is told."""
+        self._turns.request_changed(update)
+
+    async def stop(self, room_id: str, user: str) -> StopResult:
+        return await self._turns.stop(room_id, user, f"<@{user}>")
+
+    def running_in(self, channel: str) -> list[RunningTurn]:
+        return self._turns.running_in(SlackRoom(channel, "").room_id)
 
     async def close(self) -> None:
         await self._turns.close()

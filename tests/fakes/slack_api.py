@@ -910,7 +910,7 @@ class FakeSlack:
                 raise SlackError("missing_recipient_team_id")
         if args.get("task_display_mode") not in (None, "timeline", "plan"):
             raise SlackError("invalid_arguments")
-        msg = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id,
+        msg: JSON = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id,
                "app_id": self.app_id, "team": self.team_id, "text": "", "tasks": {}}  # fmt: skip
         _stream_content(msg, args, need_content=False)
         msg = self._store(channel, msg, args.get("thread_ts"))

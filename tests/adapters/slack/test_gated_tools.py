@@ -160,7 +160,7 @@ async def test_a_grant_is_listed_used_and_revoked_with_the_slash_command(
     await env.reply_in_thread(thread, "once more please")
     await thread.reply(2)
     assert env.tool_result(4)["content"] == "deployed api to production (1 replicas)"
-    assert len(runs) == 2 and len([m for m in thread.bot_messages() if m.get("blocks")]) == 1
+    assert len(runs) == 2 and len(thread.requests_shown()) == 1
 
     refused = await slash(env, f"revoke {grant.id}", user=STRANGER)
     assert refused == f"Cannot revoke: you may not revoke grant {grant.id}."
