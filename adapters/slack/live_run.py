@@ -93,6 +93,7 @@ class LiveRun:
         self._cards: dict[str, JSON] = {}  # task cards changed since the last flush, by id
         self._lead = ""  # what goes before the next text (between two replies)
         self._shown = ""  # the current reply's text the stream has shown
+        self._attempt = 0  # the reply being written: counted up when one is discarded
         self._lock = asyncio.Lock()  # one flush at a time, in order
         self._timer: asyncio.TimerHandle | None = None
         self._flushing: asyncio.Task[None] | None = None
@@ -111,6 +112,7 @@ class LiveRun:
         """The reply so far is not the reply: what was not sent is dropped; what was shown
         stays, followed by a note, and the reply asked again follows it."""
         self._text.clear()
+        self._attempt += 1
         if self._shown:
             self._lead, self._shown = INTERRUPTED, ""
 
@@ -190,12 +192,14 @@ class LiveRun:
         if self.mode not in (Mode.WAITING, Mode.LIVE) or not (text or cards):
             return
         markdown = escape(self._lead + text) if text else ""
-        pieces = text_pieces(markdown) or [""]
+        pieces, attempt = text_pieces(markdown) or [""], self._attempt
         sent = await (self._start(pieces[0], cards) if self.mode is Mode.WAITING
                       else self._append(pieces[0], cards))  # fmt: skip
         for piece in pieces[1:]:
             sent = sent and await self._append(piece, [])
-        if sent and text:
+        if sent and text and attempt != self._attempt:  # discarded while it was being sent
+            self._lead = INTERRUPTED
+        elif sent and text:
             self._shown += text
             self._lead = ""
 

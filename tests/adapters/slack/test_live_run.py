@@ -10,6 +10,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from adapters.slack.run_chunks import INTERRUPTED
 from bot.bridge.turns import TURN_STOPPED
 from tests.adapters.slack.conftest import ALICE, CHANNEL, JSON, STRANGER, WAIT, Env, Thread
 from tests.adapters.slack.test_e2e import FINAL, start_turn
@@ -168,3 +169,17 @@ async def test_hitl_stop_typed_in_the_channel_stops_the_run(env: Env) -> None:
     await thread.settled(request, f"Stopped by <@{ALICE}>")
     assert (await streamed_reply(env, thread))["text"].endswith(f"Stopped by <@{ALICE}>_")
     assert await slash(env, "stop") == "No run of mine is going on in this channel."
+
+
+async def test_a_reply_cut_short_and_asked_again_says_so_once(env: Env) -> None:
+    first = words(40)
+    env.model.script(reply_text(first, delay=0.005, cut_after=30), reply_text(FINAL))
+    thread = await env.mention("hi")
+    message = await streamed_reply(env, thread)
+    shown, note, again = message["text"].partition(INTERRUPTED)
+    if not note:  # nothing of the first try reached Slack before it was cut: nothing to say
+        assert message["text"] == FINAL
+    else:  # what was shown stays, the note follows it, then the retry's reply, whole
+        assert first.startswith(shown) and shown != first and again == FINAL
+    assert env.slack.calls_to("chat.postMessage") == []
+    assert env.slack.refused == []
