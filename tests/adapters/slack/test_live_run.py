@@ -183,3 +183,14 @@ async def test_a_reply_cut_short_and_asked_again_says_so_once(env: Env) -> None:
         assert first.startswith(shown) and shown != first and again == FINAL
     assert env.slack.calls_to("chat.postMessage") == []
     assert env.slack.refused == []
+
+
+async def test_a_rate_limited_append_waits_its_retry_after_and_loses_nothing(env: Env) -> None:
+    text = words(80)
+    env.slack.rate_limit("chat.appendStream", times=1, retry_after=1)
+    env.model.script(reply_text(text, delay=0.002))
+    thread = await env.mention("hi")
+    message = await streamed_reply(env, thread)
+    assert message["text"] == text  # the 429 was waited out (slack_sdk's handler), then sent
+    assert env.slack.calls_to("chat.postMessage") == []
+    assert env.slack.refused == []
