@@ -196,9 +196,9 @@ class SlackAdapter:
         place = Place(f"{ROOM_PREFIX}{command.get('channel_id', '')}", ":")
         user = str(command.get("user_id", ""))
         typed = command_words(str(command.get("text") or ""))
-        if typed.strip().lower() == "stop":
-            said = await self.stops.command(str(command.get("channel_id", "")), user)
-            await ack(text=said, response_type="ephemeral")
+        if typed.strip().lower() == "stop":  # acked first: a stop edits messages, audits
+            await ack()
+            self._later(self.stops.command(str(command.get("channel_id", "")), user))
             return
         try:
             lines = await self.commands.answer(typed, place=place, user=user, private=True)

@@ -61,9 +61,13 @@ class RunStops:
                 click.channel_id, click.user_id, notice, click.thread_ts
             )
 
-    async def command(self, channel: str, user: str) -> str:
+    async def command(self, channel: str, user: str) -> None:
         """`/hitl stop`: Slack does not say which thread a command was typed in, so the run
-        meant is the one going on in the channel (theirs, if several are)."""
+        meant is the one going on in the channel (theirs, if several are). Answered
+        privately, after the ack."""
+        await self.conversations.surface.tell(channel, user, await self._stop_in(channel, user))
+
+    async def _stop_in(self, channel: str, user: str) -> str:
         running = self.conversations.running_in(channel)
         theirs = [turn for turn in running if turn.actor_id == user]
         if len(theirs) == 1 or len(running) == 1:

@@ -7,7 +7,6 @@ streaming it is posted whole, once; the Stop button and `/hitl stop` stop the tu
 from __future__ import annotations
 
 import json
-from typing import Any
 from urllib.parse import urlencode
 
 from adapters.slack.run_chunks import INTERRUPTED
@@ -48,17 +47,20 @@ def posted_texts(env: Env) -> list[str]:
 
 
 async def slash(env: Env, text: str, *, user: str = ALICE) -> str:
-    """/hitl `text` typed in the channel; the ephemeral reply's text."""
+    """/hitl `text` typed in the channel: acked at once, answered privately (ephemeral)."""
     command = {
         "command": "/hitl", "text": text, "channel_id": CHANNEL, "user_id": user,
         "team_id": TEAM_ID, "trigger_id": env.slack.new_trigger_id(),
         "response_url": env.slack.new_response_url(CHANNEL, "1.0"),
     }  # fmt: skip
+    told = len(env.slack.ephemerals)
     kind = "application/x-www-form-urlencoded"
     response = await env.post(urlencode(command).encode(), content_type=kind)
     assert response.status == 200
-    body: dict[str, Any] = await response.json()
-    return str(body["text"])
+    await env.slack.wait_for(lambda: len(env.slack.ephemerals) > told, WAIT)
+    notice = env.slack.ephemerals[told]
+    assert notice["user"] == user and notice["channel"] == CHANNEL
+    return str(notice["text"])
 
 
 async def test_a_reply_is_streamed_into_one_message_and_not_posted_again(env: Env) -> None:
