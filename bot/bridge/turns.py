@@ -151,6 +151,12 @@ class Turns:
         turn = self._running.get(room_id)
         return turn if turn is not None and not turn.task.done() else None
 
+    def running_in(self, room_prefix: str) -> list[RunningTurn]:
+        """The turns running in rooms whose id starts with `room_prefix` (a Slack channel's
+        threads): a command typed without its thread finds the turn it means among them."""
+        rooms = [room_id for room_id in self._running if room_id.startswith(room_prefix)]
+        return [turn for room_id in rooms if (turn := self.running(room_id)) is not None]
+
     def request_changed(self, update: RequestUpdate) -> None:
         """A request in a room changed: the watch of the turn running there is told."""
         turn = self.running(update.room_id)

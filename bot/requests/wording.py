@@ -72,7 +72,12 @@ def status_line(
         people = {"by": settled_by} if settled_by else {}
         moments = {"at": settled_at} if settled_at else {}
         return Phrase(ADMIN_CANCELLED + by + (" {at}" if moments else ""), people, moments)
+    if reason is not None and reason.startswith(f"{RUN_STOPPED} by ") and settled_by:
+        return _by_at(RUN_STOPPED, settled_by, settled_at)
     return Phrase("Withdrawn: no answer is needed any more.")
+
+
+RUN_STOPPED = "Stopped"  # a request withdrawn because its turn was stopped (bot/bridge/turns.py)
 
 
 # -- an admin's cancel (`/hitl cancel <id> [reason]`) ----------------------------------------
