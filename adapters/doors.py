@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from adapters.a2a.loading import LoadingA2aDoor
+from adapters.a2a.loading import LoadingA2aDoor, PushPorts
 from adapters.api.callback_urls import check_url
 from adapters.api.routes import ApiDoor
 from adapters.api.webhooks import Webhooks
@@ -21,6 +21,7 @@ from bot.doors.service import Doors
 from bot.doors.tokens import Tokens
 from bot.store import SqlStore
 from bot.store.doors import DoorTables
+from bot.store.push_configs import PushConfigTables
 from bot.store.webhooks import WebhookTables
 
 
@@ -89,5 +90,7 @@ def open_doors(
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)
-    a2a = LoadingA2aDoor(doors, tokens, public_url=settings.public_url)
+    push = PushPorts(PushConfigTables(store), check_callback, webhooks.enqueue_push)
+    a2a = LoadingA2aDoor(doors, tokens, push, public_url=settings.public_url)
+    doors.on_settled(a2a.settled)  # A2A's push notifications, through the same webhooks
     return DoorService(doors, tokens, api, webhooks, mcp, a2a)

@@ -17,7 +17,7 @@ from aiohttp import web
 from adapters.a2a.loading import PATH as A2A_PATH
 from adapters.admin.access import PREFIX as ADMIN_PATH
 from adapters.admin.app import AdminConsole, open_console
-from adapters.ag_ui.door import AgUiDoor, open_ag_ui
+from adapters.ag_ui.loading import AgUiParts, LoadingAgUiDoor
 from adapters.agent import Agent, audit_redaction, make_provider, open_agent, read_agent_file
 from adapters.api.routes import BASE as API_PATH
 from adapters.doors import DoorService, open_doors
@@ -149,7 +149,7 @@ class Service:
     sealer: AuditSealer | None = None  # seals the audit rows written into the hash chain
     metrics: Metrics | None = None  # /metrics on HITL_METRICS_ADDRESS (adapters/metrics.py)
     tracing: Tracing | None = None  # spans to OTLP (adapters/tracing.py), when configured
-    ag_ui: AgUiDoor | None = None  # the agent over AG-UI at /ag-ui (adapters/ag_ui)
+    ag_ui: LoadingAgUiDoor | None = None  # the agent over AG-UI at /ag-ui, loaded once ready
 
 
 def request_rules(deciders: Deciders) -> RequestRules:
@@ -232,7 +232,8 @@ async def build_service(
     if metrics is not None:
         metrics.worker.long_polls = service.doors.doors.polls.held
     d = service.doors
-    service.ag_ui = open_ag_ui(bridge, channel, router, store, d.tokens, d.doors.polls, tools)
+    parts = AgUiParts(bridge, channel, router, store, d.tokens, d.doors.polls, tools)
+    service.ag_ui = LoadingAgUiDoor(parts)
     if teams is not None:
         from adapters.teams.app import TeamsAdapter
 
@@ -321,6 +322,8 @@ class Server:
             service.sealer.start()
             if service.doors is not None:
                 await service.doors.start()
+            if service.ag_ui is not None:
+                await service.ag_ui.start()
             server.socket_mode = await _start_socket_mode(settings, service, server.fail)
         except BaseException:
             await server.stop()
@@ -441,13 +444,16 @@ def _version() -> str:
 
 
 async def _freeze_once_loaded(service: Service) -> None:
-    """Keep what the MCP and A2A doors load after the start (adapters/mcp/loading.py) out of the
-    cyclic GC too, once it is in."""
+    """Keep what the MCP, A2A and AG-UI doors load after the start (adapters/lazy_import.py) out
+    of the cyclic GC too, once it is in."""
     if service.doors is not None:
         with contextlib.suppress(Exception):
             await service.doors.mcp.loaded()
         with contextlib.suppress(Exception):
             await service.doors.a2a.loaded()
+    if service.ag_ui is not None:
+        with contextlib.suppress(Exception):
+            await service.ag_ui.loaded()
     gc.collect()
     gc.freeze()
 

@@ -68,6 +68,15 @@ class EscalationState:
     next_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Through which door (`api`, `mcp`, `a2a`, `ag-ui`) and by which token (its name) a
+    request was asked: what its `request.created` audit row says of where it came from."""
+
+    door: str
+    requester: str
+
+
 @dataclass(slots=True)
 class PendingInput:
     """One request for human input: RoomKit's `PendingInput`, and the store's row.
@@ -100,6 +109,9 @@ class PendingInput:
     escalation: EscalationState | None = None
     # Where each surface posted the request, e.g. {"slack": {"channel": "C1", "ts": "1.2"}}.
     message_refs: MessageRefs = field(default_factory=lambda: NO_REFS)
+    # The door and token that asked (None: the agent loop of a chat surface). Not a column:
+    # its request.created audit row keeps it.
+    origin: Origin | None = None
     # The handler's own (bot/human_input/): the wait() calls blocked on it (one, or a list for
     # a second: cancelling one leaves the others waiting); the deadline queue it is armed in
     # and its deadline on the loop's clock (deadlines.py); the seconds a timeout's message

@@ -76,9 +76,10 @@ def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
     assert "aiohttp" in imported
     # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second;
     # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent
-    # or once serve is ready (the door's SDK, as MCP's); prometheus_client with a metrics address.
+    # or once serve is ready (the door's SDK, as MCP's), AG-UI's too; prometheus_client with a
+    # metrics address.
     for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic", "opentelemetry",
-                "a2a", "prometheus_client"):  # fmt: skip
+                "a2a", "ag_ui", "prometheus_client"):  # fmt: skip
         assert sdk not in imported, f"importing adapters.serve imports {sdk}"
 
 

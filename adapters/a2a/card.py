@@ -1,7 +1,8 @@
 """The AgentCard `serve` publishes at /.well-known/agent-card.json: a person, reachable in Slack
 or Microsoft Teams, as an A2A agent with five skills (the door's tools), over JSON-RPC at /a2a
-and HTTP+JSON under /a2a/rest, a bearer token of the doors required. Push notifications are not
-offered (`pushNotifications: false`): a caller streams, subscribes or polls GetTask."""
+and HTTP+JSON under /a2a/rest, a bearer token of the doors required. Push notifications are
+offered (`pushNotifications: true`, adapters/a2a/push.py); a caller may also stream, subscribe
+or poll GetTask."""
 
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def agent_card(base_url: str) -> AgentCard:
             ),
         ],
         capabilities=AgentCapabilities(
-            streaming=True, push_notifications=False, extended_agent_card=False
+            streaming=True, push_notifications=True, extended_agent_card=False
         ),
         security_schemes={SCHEME: SecurityScheme(http_auth_security_scheme=bearer)},
         security_requirements=[SecurityRequirement(schemes={SCHEME: StringList()})],

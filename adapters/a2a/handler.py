@@ -7,8 +7,9 @@ reach another worker, or one started since. Here each method asks the doors inst
 SendMessage asks (or finds the request its message asked already) and, unless
 `returnImmediately`, waits in long polls until the person settles it; the streams send the
 task, then its answer and final status once it settles; CancelTask withdraws the request.
-Each caller sees its own token's tasks only. Push notifications and ListTasks are not served
-(the card says so; GET /api/v1/requests lists).
+Each caller sees its own token's tasks only, and their push notification configs
+(adapters/a2a/push.py), set by the push config methods or SendMessage's configuration.
+ListTasks is not served (GET /api/v1/requests lists).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from a2a.server.context import ServerCallContext
@@ -41,16 +43,17 @@ from a2a.utils.errors import (
     ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
 
+from adapters.a2a.push import Pushes, config_message
 from adapters.a2a.tasks import Event, ask_of, final_events, task_of
 from bot.doors.long_polls import TooManyPolls
 from bot.doors.service import MAX_WAIT, DoorError, Doors, RequestBody
 from bot.records import StoreUnavailableError
+from bot.store.push_configs import PushConfig
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +62,14 @@ GONE = "hitl.gone"  # the state's entry telling whether the caller closed its co
 Gone = Callable[[], bool]
 UNAVAILABLE = "the bridge cannot reach its database now: try again shortly"
 T = TypeVar("T")
-NO_PUSH = "push notifications are not offered: stream, SubscribeToTask or poll GetTask"
 
 
 class PersonHandler(RequestHandler):
     """The A2A methods of one bridge (see the module's docstring)."""
 
-    def __init__(self, doors: Doors) -> None:
+    def __init__(self, doors: Doors, pushes: Pushes) -> None:
         self.doors = doors
+        self.pushes = pushes
 
     # -- the task methods -------------------------------------------------------------------
 
@@ -118,30 +121,43 @@ class PersonHandler(RequestHandler):
     ) -> ListTasksResponse:
         raise UnsupportedOperationError(message="ListTasks is not offered: GET /api/v1/requests")
 
-    async def on_create_task_push_notification_config(
-        self, params: TaskPushNotificationConfig, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError(message=NO_PUSH)
-
-    async def on_get_task_push_notification_config(
-        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError(message=NO_PUSH)
-
-    async def on_list_task_push_notification_configs(
-        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
-    ) -> ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError(message=NO_PUSH)
-
-    async def on_delete_task_push_notification_config(
-        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> None:
-        raise PushNotificationNotSupportedError(message=NO_PUSH)
-
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         raise ExtendedAgentCardNotConfiguredError
+
+    # -- push notifications -----------------------------------------------------------------
+
+    @validate_request_params
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        await self._get(params.task_id, context)  # the token's task, or TaskNotFound
+        config = await self.pushes.read(params, _requester(context))
+        await self._keep(config, context)
+        return config_message(config)
+
+    @validate_request_params
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        await self._get(params.task_id, context)
+        return config_message(await self.pushes.get(params.task_id, params.id))
+
+    @validate_request_params
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        await self._get(params.task_id, context)  # a few a task (MAX_CONFIGS): one page
+        configs = await self.pushes.all(params.task_id)
+        return ListTaskPushNotificationConfigsResponse(configs=map(config_message, configs))
+
+    @validate_request_params
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        await self._get(params.task_id, context)
+        await self.pushes.delete(params.task_id, params.id)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -152,10 +168,23 @@ class PersonHandler(RequestHandler):
                 message="a task takes no second message: it ends with the person's answer "
                 "(send a new message, without taskId, to ask again)"
             )
-        if params.configuration.HasField("task_push_notification_config"):
-            raise PushNotificationNotSupportedError(message=NO_PUSH)
-        body, _ = await _door(self.doors.ask(_requester(context), ask_of(message)))
+        asked = ask_of(message)
+        push = None
+        if params.configuration.HasField("task_push_notification_config"):  # checked first:
+            config = params.configuration.task_push_notification_config  # no task if refused
+            push = await self.pushes.read(config, _requester(context))
+        body, _ = await _door(self.doors.ask(_requester(context), asked))
+        if push is not None:
+            await self._keep(replace(push, request_id=body["id"]), context)
         return body
+
+    async def _keep(self, config: PushConfig, context: ServerCallContext) -> None:
+        """Store the config; if its task has settled (read after: a settle meanwhile is seen
+        here or by the settle's hook, and the delivery is one either way), notify it now."""
+        await self.pushes.keep(config)
+        body = await self._get(config.request_id, context)
+        if body["status"] != "pending":
+            await self.pushes.notify(body, [config])
 
     async def _get(self, task_id: str, context: ServerCallContext) -> RequestBody:
         return await _door(self.doors.get(_requester(context), task_id))

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from adapters.lazy_import import import_after_ready
-from bot.doors.service import Doors
+from bot.doors.service import Doors, RequestBody
 from bot.doors.tokens import Tokens
+from bot.records import Asked
+from bot.store.push_configs import PushConfig, PushConfigTables
 
 if TYPE_CHECKING:
     from adapters.a2a.server import A2aDoor
@@ -25,11 +29,26 @@ CARD_PATH = "/.well-known/agent-card.json"
 SERVER_MODULE = "adapters.a2a.server"
 
 
-class LoadingA2aDoor:
-    """`mount`, then `start` (which returns at once, the loading under way)."""
+@dataclass(frozen=True, slots=True)
+class PushPorts:
+    """What push notifications need of the rest of `serve` (adapters/doors.py composes it):
+    the configs' table, why a URL is refused (None: it is not; the webhooks' SSRF rules) and
+    the webhook sender's queue (a config and the JSON to POST to it)."""
 
-    def __init__(self, doors: Doors, tokens: Tokens, *, public_url: str | None = None) -> None:
+    tables: PushConfigTables
+    check_url: Callable[[str], Awaitable[str | None]]
+    enqueue: Callable[[PushConfig, str], Awaitable[None]]
+
+
+class LoadingA2aDoor:
+    """`mount`, then `start` (which returns at once, the loading under way). `settled` is the
+    doors' hook that sends a settled task's push notifications."""
+
+    def __init__(
+        self, doors: Doors, tokens: Tokens, push: PushPorts, *, public_url: str | None = None
+    ) -> None:
         self._doors, self._tokens, self._public_url = doors, tokens, public_url
+        self.push = push
         self._loading: asyncio.Task[A2aDoor] | None = None
 
     def mount(self, app: web.Application) -> None:
@@ -55,6 +74,14 @@ class LoadingA2aDoor:
         door = await self._door()
         return await door.handle(request) if door is not None else _unavailable()
 
+    async def settled(self, body: RequestBody, asked: Asked) -> None:
+        """A door request settled: its push configs' notifications enqueued (none, the SDK not
+        needed, for the many requests without one)."""
+        configs = await self.push.tables.of_request(asked.request_id)
+        door = await self._door() if configs else None  # failed to load: said once, by _load
+        if door is not None:
+            await door.pushes.notify(body, configs)
+
     async def _door(self) -> A2aDoor | None:
         try:
             return await self.loaded()
@@ -65,7 +92,9 @@ class LoadingA2aDoor:
     async def _load(self) -> A2aDoor:
         try:
             server = await import_after_ready(SERVER_MODULE, "A2A")
-            door: A2aDoor = server.A2aDoor(self._doors, self._tokens, public_url=self._public_url)
+            door: A2aDoor = server.A2aDoor(
+                self._doors, self._tokens, self.push, public_url=self._public_url
+            )
         except Exception as err:
             log.error("A2A: the door did not start, /a2a answers 503: %s", err)
             raise

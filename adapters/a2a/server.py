@@ -31,6 +31,8 @@ from starlette.requests import Request
 
 from adapters.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
 from adapters.a2a.handler import GONE, REQUESTER, PersonHandler
+from adapters.a2a.loading import PushPorts
+from adapters.a2a.push import Pushes
 from adapters.http_limits import (
     LOG_EVERY,
     BodyTooLarge,
@@ -59,8 +61,16 @@ class _OneLine(logging.Filter):
         return True
 
 
+class _NoBodies(logging.Filter):
+    """The SDK logs each JSON-RPC body at DEBUG: a push config's token is in it (a secret)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Request body")
+
+
 for _name in ("jsonrpc_dispatcher", "rest_dispatcher"):
     logging.getLogger(f"a2a.server.routes.{_name}").addFilter(_OneLine())
+logging.getLogger("a2a.server.routes.jsonrpc_dispatcher").addFilter(_NoBodies())
 logging.getLogger("a2a.utils.error_handlers").addFilter(_OneLine())
 
 
@@ -78,10 +88,13 @@ class _Context(DefaultServerCallContextBuilder):
 class A2aDoor:
     """The A2A routes (see the module's docstring)."""
 
-    def __init__(self, doors: Doors, tokens: Tokens, *, public_url: str | None = None) -> None:
+    def __init__(
+        self, doors: Doors, tokens: Tokens, push: PushPorts, *, public_url: str | None = None
+    ) -> None:
         self.tokens = tokens
         self.public_url = public_url.rstrip("/") if public_url else None
-        handler, context = PersonHandler(doors), _Context()
+        self.pushes = Pushes(push)
+        handler, context = PersonHandler(doors, self.pushes), _Context()
         routes = [
             *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
             *create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),

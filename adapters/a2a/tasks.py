@@ -102,7 +102,7 @@ def ask_of(message: Message) -> Ask:
         raise InvalidParamsError(message=NEEDS)
     if to is None:
         raise InvalidParamsError(message=f'"to" is missing: {NEEDS}', data={"field": "to"})
-    return Ask(tool, arguments, to, timeout, idempotency_key=key_of(message))
+    return Ask(tool, arguments, to, timeout, idempotency_key=key_of(message), door="a2a")
 
 
 def _read(model: type[M], value: Any, where: str) -> M:

@@ -2,7 +2,8 @@
 
 A run authenticates first (a door token, 401 otherwise), then reads its `RunAgentInput`
 (400 with one line if it is not one), then streams AG-UI events over SSE: RUN_STARTED, the
-model's text messages, its tool calls and their results, and RUN_FINISHED; a human tool's
+model's text messages, its tool calls and their results (each call a step, STEP_STARTED to
+STEP_FINISHED, named after its tool: events.ToolCallSteps), and RUN_FINISHED; a human tool's
 request ends the run with an interrupt outcome, and the next run on the thread resumes it by
 its id. Failures after the stream started are one RUN_ERROR, never a traceback. The turn
 itself outlives a run: see adapters/ag_ui/threads.py for why.
@@ -30,14 +31,16 @@ from bot.bridge.root import Bridge
 from bot.doors.long_polls import LongPolls, TooManyPolls
 from bot.doors.tokens import Tokens, bearer
 from bot.human_tools.tool import HumanTool
-from bot.records import RequestRecord, StoreUnavailableError
+from bot.records import Origin, RequestRecord, StoreUnavailableError
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, Refusal, Refused, Router
+from bot.tools.context import asked_through
 
 log = logging.getLogger(__name__)
 
 PATH = "/ag-ui"
 SURFACE = "ag-ui"  # what the audit log names as the surface of an answer given here
+DOOR = SURFACE  # and as the door of a request its run asked
 MAX_BODY = 1024 * 1024  # bytes: a client sends the whole conversation with every run
 MAX_DEPTH = 40
 GONE_EVERY = 5.0  # seconds between checks that the client is still there while a turn works
@@ -151,7 +154,8 @@ class AgUiDoor:
             await self.threads.text(room, said)
 
         turn = self.channel.respond(room, text, actor_id=_actor(requester), on_text=on_text)
-        self.threads.start(room, turn)
+        with asked_through(Origin(DOOR, requester)):  # the turn's task copies it: its requests
+            self.threads.start(room, turn)
         return None
 
     async def _stream(
@@ -159,12 +163,15 @@ class AgUiDoor:
     ) -> AsyncIterator[BaseEvent]:
         """The thread's events until its turn ends or asks a person (then the interrupt)."""
         thread = self.threads.thread(room)
+        steps = events.ToolCallSteps()
         getter: asyncio.Future[Item] | None = None  # kept across checks: no item is lost
         try:
             while True:
                 if getter is None:
                     if thread.queue.empty() and not thread.running:  # nothing waits here
                         self.threads.forget(room)
+                        for event in steps.close():
+                            yield event
                         yield events.run_finished(run.thread_id, run.run_id)
                         return
                     getter = asyncio.ensure_future(thread.queue.get())
@@ -176,15 +183,19 @@ class AgUiDoor:
                 item, getter = getter.result(), None
                 if isinstance(item, TurnEnded):
                     self.threads.forget(room, ended=True)
-                    yield self._ended(run, item)
+                    for event in [*steps.close(), self._ended(run, item)]:
+                        yield event
                     return
                 if isinstance(item, RequestAsked):
                     interrupts = await self._open(room)
                     if interrupts:
+                        for event in steps.close():
+                            yield event
                         yield events.run_interrupted(run.thread_id, run.run_id, interrupts)
                         return
                     continue  # answered already (elsewhere): the turn goes on
-                yield item
+                for event in steps.of(item):
+                    yield event
         finally:
             if getter is not None:
                 getter.cancel()

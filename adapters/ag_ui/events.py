@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,8 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -86,6 +89,43 @@ def tool_result(call_id: str, content: str) -> ToolCallResultEvent:
     return ToolCallResultEvent(
         message_id=new_id(), tool_call_id=call_id, content=content, role="tool"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool call's result, as the turn tells it: `ToolCallSteps` streams it in its step."""
+
+    call_id: str
+    name: str
+    content: str
+
+
+class ToolCallSteps:
+    """The steps one run streams, one a tool call (named after the tool): STEP_STARTED before
+    its TOOL_CALL_START, STEP_FINISHED after its TOOL_CALL_RESULT. AG-UI pairs steps within a
+    run (a client refuses RUN_FINISHED while a step is open, and a STEP_FINISHED it saw no
+    start of), so a call a person's answer holds has its step finished before the interrupt,
+    and its result, in the run that resumes it, comes in a step of its own."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, str] = {}  # tool call id -> its step's name
+
+    def of(self, item: BaseEvent | ToolResult) -> list[BaseEvent]:
+        """`item` as the run streams it, in its step."""
+        if isinstance(item, ToolCallStartEvent):
+            self._open[item.tool_call_id] = item.tool_call_name
+            return [StepStartedEvent(step_name=item.tool_call_name), item]
+        if isinstance(item, ToolResult):
+            started = [] if item.call_id in self._open else [StepStartedEvent(step_name=item.name)]
+            self._open.pop(item.call_id, None)
+            result = tool_result(item.call_id, item.content)
+            return [*started, result, StepFinishedEvent(step_name=item.name)]
+        return [item]
+
+    def close(self) -> list[BaseEvent]:
+        """Finish the steps still open: the run ends."""
+        names, self._open = list(self._open.values()), {}
+        return [StepFinishedEvent(step_name=name) for name in names]
 
 
 def response_schema(record: RequestRecord, tools: Mapping[str, HumanTool]) -> dict[str, Any] | None:

@@ -52,7 +52,7 @@ class TurnEnded:
     error: str | None = None
 
 
-Item = BaseEvent | RequestAsked | TurnEnded
+Item = BaseEvent | events.ToolResult | RequestAsked | TurnEnded
 
 
 @dataclass
@@ -143,7 +143,8 @@ class Threads:
         if event.room_id.startswith(PREFIX) and not event.cancelled:
             self._call(event)  # a call an earlier hook blocked was never started
             self.thread(event.room_id).calls.discard(event.tool_call_id)
-            self.put(event.room_id, events.tool_result(event.tool_call_id, event.result or ""))
+            result = events.ToolResult(event.tool_call_id, event.tool_name, event.result or "")
+            self.put(event.room_id, result)
         return None
 
     # -- the bridge's surface protocol (bot/bridge/surfaces.py) ------------------------------

@@ -60,7 +60,8 @@ class ApiDoor:
                 if refused is not None:
                     raise DoorError(f"callback_url refused: {refused}",
                                     errors={"callback_url": refused})  # fmt: skip
-            ask = Ask(**asked.model_dump(exclude={"arguments"}), arguments=asked.arguments)
+            ask = Ask(**asked.model_dump(exclude={"arguments"}), arguments=asked.arguments,
+                      door="api")  # fmt: skip
             body, created = await self.doors.ask(requester, ask)
             return _request(body, 201 if created else 200)
 

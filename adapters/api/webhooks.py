@@ -19,6 +19,10 @@ URL's path or query, the body or the secret.
 Callback URLs are checked for SSRF at create time and again at delivery
 (adapters/api/callback_urls.py).
 
+A2A push notifications (adapters/a2a/push.py) are deliveries too (`enqueue_push`): one per
+request and push config, their body the A2A task, signed, retried and checked alike, the
+config's token sent as `X-A2A-Notification-Token` (never in a log or an audit line).
+
 One token's receiver never delays another's (adapters/api/webhook_traffic.py): attempts in
 flight are limited per destination host and per token, a host that keeps failing or hanging
 has its deliveries postponed while its circuit is open, and a token has at most `queue_cap`
@@ -50,6 +54,7 @@ from adapters.api.callback_urls import CheckedResolver, RefusedUrl, checked_targ
 from adapters.api.webhook_traffic import Limits, Traffic
 from bot.failures import RepeatedFailures, first_line
 from bot.records import Asked, AuditEntry
+from bot.store.push_configs import PushConfig
 from bot.store.webhooks import Added, WebhookDelivery, WebhookTables
 
 log = logging.getLogger(__name__)
@@ -63,6 +68,7 @@ LEASE_MARGIN = 30.0  # seconds an attempt's lease outlasts its timeout (writing 
 RECHECK = 5.0  # seconds between looks for rows other workers left (they cannot wake this one)
 RETRY_DELAY = 1.0  # seconds before the next round after one failed (the database unavailable)
 REQUESTER_GONE = "the token is gone (revoked or deleted)"
+NOTIFICATION_TOKEN = "X-A2A-Notification-Token"  # noqa: S105 (a header's name)
 _URLS = re.compile(r"\w+://\S+")  # aiohttp's error messages may quote the full URL
 
 
@@ -148,19 +154,29 @@ class Webhooks:
         the delivery is dropped and the drop audited."""
         if asked.callback_url is None:
             return
-        now = datetime.now(UTC)
         raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        await self._add(asked.request_id, asked.requester, asked.callback_url, raw)
+
+    async def enqueue_push(self, config: PushConfig, body: str) -> None:
+        """Write an A2A push notification's delivery of `body` (the task, as A2A serializes
+        it) to `config` (once per request and config), sent as a webhook is (signed, retried,
+        checked), the config's token in X-A2A-Notification-Token."""
+        await self._add(config.request_id, config.requester, config.url, body,
+                        push_config=config.id, push_token=config.token)  # fmt: skip
+
+    async def _add(self, request_id: str, requester: str, url: str, raw: str, **push: Any) -> None:
+        now = datetime.now(UTC)
         delivery = WebhookDelivery(
-            id=secrets.token_hex(12), request_id=asked.request_id, requester=asked.requester,
-            url=asked.callback_url, body=raw, attempts=0, first_at=now, next_at=now,
+            id=secrets.token_hex(12), request_id=request_id, requester=requester,
+            url=url, body=raw, attempts=0, first_at=now, next_at=now, **push,
         )  # fmt: skip
-        why = f"{asked.requester[:100]} has {self.queue_cap} webhooks not delivered yet"
+        why = f"{requester[:100]} has {self.queue_cap} webhooks not delivered yet"
         dropped = _line("webhook.dropped", delivery, now, reason=why)
         added = await self.store.add(delivery, self.queue_cap, dropped)
         if added is Added.ADDED:
             self._wake.set()
         elif added is Added.DROPPED:
-            log.warning("webhook of request %s dropped: %s", asked.request_id, why)
+            log.warning("webhook of request %s dropped: %s", request_id, why)
             self._count("dropped")
 
     async def start(self) -> None:
@@ -269,6 +285,8 @@ class Webhooks:
             "Content-Type": "application/json", "X-Hitl-Timestamp": timestamp,
             "X-Hitl-Signature": signature(secret, timestamp, raw), "X-Hitl-Delivery": delivery.id,
         }  # fmt: skip
+        if delivery.push_token:  # A2A's: the receiver tells this task's notifications by it
+            headers[NOTIFICATION_TOKEN] = delivery.push_token
         try:
             checked_target(delivery.url, self.allow_private)  # an IP literal is not resolved: here
             async with self._session.post(
@@ -320,4 +338,6 @@ def _line(action: str, delivery: WebhookDelivery, at: datetime, **detail: Any) -
     """An audit line of an attempt: the host only (a URL's path and query may hold secrets)."""
     said = {"host": host_of(delivery.url), "attempt": delivery.attempts, "delivery": delivery.id,
             "requester": delivery.requester, **detail}  # fmt: skip
+    if delivery.push_config:  # never its token
+        said["push_config"] = delivery.push_config
     return AuditEntry(action, at, delivery.request_id, None, said)

@@ -355,7 +355,7 @@ class McpTools:
         if clashes:
             taken = ", ".join(clashes)
             raise DoorError(f"field names {taken} are taken: the result has them beside the answer")
-        ask = Ask(tool.builtin, rest, self._to(options.to), options.timeout_seconds)
+        ask = Ask(tool.builtin, rest, self._to(options.to), options.timeout_seconds, door="mcp")
         body, _ = await self.doors.ask(requester, ask)
         if body["status"] == "pending" and options.wait_seconds > 0:
             with contextlib.suppress(TooManyPolls):  # asked: pending, for await_answer
@@ -367,7 +367,7 @@ class McpTools:
     ) -> types.CallToolResult:
         try:
             asked = _parsed(PermissionArgs, PERMISSION_PROMPT, arguments)
-            gate = Ask("", {}, self._to(asked.to), asked.timeout_seconds)
+            gate = Ask("", {}, self._to(asked.to), asked.timeout_seconds, door="mcp")
             rule = session_rule(asked.tool_name, asked.input) if asked.grant else None
             body, _ = await self.doors.ask_gate(
                 requester, asked.tool_name, asked.input, gate,

@@ -48,12 +48,14 @@ from adapters.slack.assistant import CONTEXT_CHANGED, STARTED, AssistantThreads
 from adapters.slack.conversations import SlackConversations
 from adapters.slack.home import HOME, HomeTab
 from adapters.slack.interactions import INBOX_KEY, Interactions, signed_key
+from adapters.slack.live_run import StreamSupport
 from adapters.slack.metered import CallRecorder, CountedSlackCalls
 from adapters.slack.parse import PayloadError, check_envelope
 from adapters.slack.people import SlackPeople
 from adapters.slack.rooms import PREFIX as ROOM_PREFIX
-from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX
+from adapters.slack.scheme import ACTION_PREFIX, MODAL_CALLBACK_PREFIX, STOP_RUN_ACTION
 from adapters.slack.status_line import StatusLines
+from adapters.slack.stops import RunStops
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
@@ -157,6 +159,7 @@ class SlackAdapter:
         self.people = SlackPeople(client)
         self.status_lines = StatusLines(client, PeopleNames([self.people]))
         self.assistant = AssistantThreads(client, suggested_prompts)
+        self.streams = StreamSupport()  # replies streamed, until the workspace refuses it
         self.conversations = SlackConversations(
             channel=channel,
             surface=self.surface,
@@ -164,8 +167,10 @@ class SlackAdapter:
             router=router,
             bot_user_id=lambda: self.bot_user_id,
             status_lines=self.status_lines,
+            streams=self.streams,
         )
         bridge.add_observer(self._request_changed)
+        self.stops = RunStops(self.conversations, self._later)
         self.interactions = Interactions(
             client=client, surface=self.surface, router=router, later=self._later, store=store
         )
@@ -182,6 +187,7 @@ class SlackAdapter:
         app.event(HOME)(self._on_home_opened)
         app.event(STARTED)(self._on_assistant_thread_started)
         app.event(CONTEXT_CHANGED)(self._on_assistant_context_changed)
+        app.action(STOP_RUN_ACTION)(self.stops.on_click)  # before the requests' `hitl_*`
         app.action(re.compile(f"^{ACTION_PREFIX}"))(self.interactions.on_action)
         app.view(re.compile(f"^{re.escape(MODAL_CALLBACK_PREFIX)}"))(self.interactions.on_view)
         app.command(SLASH_COMMAND)(self._on_command)
@@ -200,10 +206,15 @@ class SlackAdapter:
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         """/hitl [pending | mine | grants | revoke <id> | audit … | cancel <id> …]
-        (bot/commands/), answered privately (ephemeral) to who typed it."""
+        (bot/commands/), and `stop` (a running turn, adapters/slack/stops.py), answered
+        privately (ephemeral) to who typed it."""
         place = Place(f"{ROOM_PREFIX}{command.get('channel_id', '')}", ":")
         user = str(command.get("user_id", ""))
         typed = command_words(str(command.get("text") or ""))
+        if typed.strip().lower() == "stop":  # acked first: a stop edits messages, audits
+            await ack()
+            self._later(self.stops.command(str(command.get("channel_id", "")), user))
+            return
         try:
             lines = await self.commands.answer(typed, place=place, user=user, private=True)
         except StoreUnavailableError as err:  # one clear line to them, one in the log
@@ -255,6 +266,7 @@ class SlackAdapter:
             self._own_session = True
         auth = await self.client.auth_test()
         self.bot_user_id = str(auth["user_id"])
+        self.streams.team_id = str(auth.get("team_id") or "")  # whom a stream is for
         self.surface.workspace_url = str(auth.get("url") or "")  # for the messages' links
         await self.interactions.inbox.start()
 

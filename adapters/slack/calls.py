@@ -19,6 +19,9 @@ FATAL_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "cant_update_message",
     "invalid_auth", "not_authed", "account_inactive", "token_revoked", "missing_scope",
     "user_not_found", "user_not_in_channel", "expired_trigger_id", "invalid_trigger_id",
+    # a streamed reply's (adapters/slack/live_run.py): not available here, or already stopped
+    "not_allowed", "unknown_method", "missing_recipient_user_id", "missing_recipient_team_id",
+    "invalid_chunks", "message_not_in_streaming_state",
 })  # fmt: skip
 
 

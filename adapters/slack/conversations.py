@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapters.slack.live_run import LiveRun, StreamSupport
 from adapters.slack.messages import TOO_LONG_TO_CHOOSE, question_of, render_chooser
 from adapters.slack.rooms import SlackRoom
 from adapters.slack.scheme import SURFACE
@@ -29,7 +30,7 @@ from bot import AIChannel
 from bot.agent.channel import Transcripts
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, Turns, Watches
+from bot.bridge.turns import Post, RunningTurn, StopResult, Turns, Watches
 from bot.human_input import RequestRows, RequestUpdate
 from bot.policies.drivers import refused_turn
 from bot.records import RequestRecord, StoreUnavailableError
@@ -102,13 +103,16 @@ class SlackConversations:
         router: Router,
         bot_user_id: Callable[[], str],
         status_lines: StatusLines | None = None,
+        streams: StreamSupport | None = None,
     ) -> None:
+        """`streams`: whether this workspace streams replies (adapters/slack/live_run.py)."""
         self.channel = channel
         self.surface = surface
         self.store = store
         self.router = router
         self.bot_user_id = bot_user_id
-        self._turns = Turns(channel)
+        self.streams = streams if streams is not None else StreamSupport()
+        self._turns = Turns(channel, router)
         self.status_lines = status_lines  # a turn's status under its thread
 
     async def on_message(self, event: dict[str, Any], *, mentioned: bool) -> None:
@@ -215,18 +219,20 @@ class SlackConversations:
                 room.channel, user, refused.render(SLACK), room.thread_ts or None
             )
             return
-        self._turns.start(room.room_id, user, text, self._poster(room), self._watches(room, user))
+        live = LiveRun(self.surface.client, self.surface, self.streams, room, user)
+        self._turns.start(room.room_id, user, text, live.post, self._watches(live, room, user))
 
-    # -- watching a turn live: its status line ------------------------------------------------
+    # -- watching a turn live: its streamed reply and its status line --------------------------
 
-    def _watches(self, room: SlackRoom, user: str) -> Watches:
-        """What shows a turn live in its thread: the status line (adapters/slack/status_line.py)."""
+    def _watches(self, live: LiveRun, room: SlackRoom, user: str) -> Watches:
+        """What shows a turn live in its thread: the streamed reply with its task cards
+        (adapters/slack/live_run.py), then the status line (adapters/slack/status_line.py)."""
         status = self.status_lines.watch(room, user) if self.status_lines is not None else None
-        return Watches(*([status] if status is not None else []))
+        return Watches(live, *([status] if status is not None else []))
 
     def request_changed(self, update: RequestUpdate) -> None:
-        """A request changed: the turn running in its room (if any) is told (its status line
-        says who it waits for)."""
+        """A request changed: the turn running in its room (if any) is told (its task card and
+        status line say who it waits for)."""
         if not update.copy:
             self._turns.request_changed(update)
 
@@ -235,6 +241,14 @@ class SlackConversations:
             await self.surface.post_text(room, reply)
 
         return post
+
+    # -- the running turns: told of their requests, stopped (adapters/slack/stops.py)
+
+    async def stop(self, room_id: str, user: str) -> StopResult:
+        return await self._turns.stop(room_id, user, f"<@{user}>")
+
+    def running_in(self, channel: str) -> list[RunningTurn]:
+        return self._turns.running_in(SlackRoom(channel, "").room_id)
 
     async def close(self) -> None:
         await self._turns.close()

@@ -25,6 +25,7 @@ from adapters.slack.scheme import (
     LEGACY_VERBS,
     MODAL_CALLBACK_PREFIX,
     REPLY_ACTION,
+    STOP_RUN_ACTION,
     SURFACE,
 )
 from bot.requests.kinds import Verb
@@ -160,6 +161,34 @@ def parse_block_action(body: Mapping[str, Any]) -> Click:
         thread_ts=_text(message.get("thread_ts")) or _text(container.get("thread_ts")),
         author=author,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StopClick:
+    """A click on a running turn's Stop button: who, which turn (its room), where to answer."""
+
+    user_id: str
+    room_id: str
+    channel_id: str | None
+    thread_ts: str | None
+
+
+def parse_stop_click(body: Mapping[str, Any]) -> StopClick:
+    """The Stop click in a `block_actions` body; PayloadError when it is not one."""
+    actions = body.get("actions")
+    found = [
+        action
+        for action in (actions if isinstance(actions, list) else [])
+        if isinstance(action, dict) and action.get("action_id") == STOP_RUN_ACTION
+    ]
+    room_id = _text(found[0].get("value")) if found else None
+    if room_id is None:
+        raise PayloadError("no Stop button with its run in the payload")
+    user_id, _ = _user(body)
+    container, message = _dict(body.get("container")), _dict(body.get("message"))
+    channel = _text(_dict(body.get("channel")).get("id")) or _text(container.get("channel_id"))
+    thread_ts = _text(message.get("thread_ts")) or _text(container.get("thread_ts"))
+    return StopClick(user_id, room_id, channel, thread_ts)
 
 
 _CLICK_FIELDS = ("type", "user", "actions", "container", "channel", "trigger_id")

@@ -8,7 +8,9 @@
   each input's `block_id` (and `action_id`) the form field's name;
 - a chooser's button (a message that could answer several requests: which one?) is
   `hitl_reply_<n>`, its `value` the JSON `{"request", "by", "text"}`: the request it answers,
-  who wrote the message and what they wrote (`reply_value`).
+  who wrote the message and what they wrote (`reply_value`);
+- a running turn's Stop button (in its streamed reply) is `hitl_stop_run`, its `value` the
+  turn's room id (not `hitl_stop`: that is a request's Verb.STOP).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ MODAL_CALLBACK_PREFIX = "hitl_modal:"
 CHOICE_FORM = "choice"  # the form of a choice control (bot/requests/kinds.py `choice_form`)
 MAX_OPTION_BUTTONS = 5  # more options than this become a static_select
 REPLY_ACTION = "reply"  # a chooser's buttons: `hitl_reply_<n>`
+STOP_RUN_ACTION = f"{ACTION_PREFIX}stop_run"  # a running turn's Stop button
 
 # Action ids and modal names of messages posted before the verbs were the core's, still read
 # back: a request posted by an older version of the bridge can be answered after an upgrade.

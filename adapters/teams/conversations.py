@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from adapters.teams.cards import SURFACE
 from adapters.teams.invokes import card_response, message_response, sender_of
-from adapters.teams.live_run import STREAM_INTERVAL, LiveRun
+from adapters.teams.live_run import STREAM_INTERVAL, TeamsLiveRun
 from adapters.teams.stop_card import stop_card
 from adapters.teams.surface import (
     PREFIX,
@@ -190,7 +190,7 @@ class TeamsConversations:
         async def stopped_in_teams() -> StopResult:  # Teams' own stop, in a personal chat
             return await self._turns.stop(room.room_id, user, shown_as=shown_as)
 
-        live = LiveRun(
+        live = TeamsLiveRun(
             self.surface, room, streams=personal and self._streams_in(room),
             name_of=self.people.name, interval=self.stream_interval, stop=stopped_in_teams,
             refused=self._refused_stream(room),

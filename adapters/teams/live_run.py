@@ -52,7 +52,7 @@ _SUBJECT_KEYS = ("action", "question", "title", "message")  # what a request is 
 NameOf = Callable[[str | None], str | None]
 
 
-class LiveRun:
+class TeamsLiveRun:
     """One turn in one Teams conversation, shown live (see the module's docstring)."""
 
     def __init__(

@@ -26,7 +26,6 @@ from bot.failures import RepeatedFailures
 from bot.human_input import RequestUpdate
 from bot.records import AuditEntry, RequestRecord, RunRecord, StoreUnavailableError
 from bot.requests.router import Router
-from bot.requests.wording import TURN_STOPPED as STOPPED_BY
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +151,12 @@ class Turns:
         turn = self._running.get(room_id)
         return turn if turn is not None and not turn.task.done() else None
 
+    def running_in(self, room_prefix: str) -> list[RunningTurn]:
+        """The turns running in rooms whose id starts with `room_prefix` (a Slack channel's
+        threads): a command typed without its thread finds the turn it means among them."""
+        rooms = [room_id for room_id in self._running if room_id.startswith(room_prefix)]
+        return [turn for room_id in rooms if (turn := self.running(room_id)) is not None]
+
     def request_changed(self, update: RequestUpdate) -> None:
         """A request in a room changed: the watch of the turn running there is told."""
         turn = self.running(update.room_id)
@@ -199,7 +204,7 @@ class Turns:
     async def stop(self, room_id: str, by: str, shown_as: str = "") -> StopResult:
         """`by` stops the turn running in `room_id`, if they may (see the module's docstring);
         its open requests say "Stopped by `shown_as`" (their name as the surface writes it)."""
-        reason = f"{STOPPED_BY} {shown_as or by}"
+        reason = f"Stopped by {shown_as or by}"
         turn = self.running(room_id)
         if turn is None:
             return await self._stop_elsewhere(room_id, by, reason)

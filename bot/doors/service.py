@@ -32,7 +32,7 @@ from bot.doors.long_polls import Gone, LongPolls
 from bot.gates import approvals
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanTool
-from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus
+from bot.records import Asked, AuditEntry, Origin, RequestRecord, RequestStatus
 from bot.words.tool_names import GATE_TOOL
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ class Ask:
     timeout_seconds: float | None = None
     idempotency_key: str | None = None
     callback_url: str | None = None
+    door: str = "api"  # which door asks (`api`, `mcp`, `a2a`): its request.created row says
 
 
 class DoorStore(Protocol):
@@ -226,13 +227,14 @@ class Doors:
             await self.handler.create_detached(
                 ask.tool, arguments, room_id=addressee.room_id, channel_id=DOOR_CHANNEL,
                 actor_id=addressee.actor_id, timeout=timeout, request_id=row.request_id,
+                origin=Origin(ask.door, requester),
             )  # fmt: skip
         except BaseException:
             await self.store.drop_door(row.request_id)
             raise
         await self.store.append_audit(AuditEntry(
             "door.asked", datetime.now(UTC), row.request_id, None,
-            {"requester": requester, "to": address.text, "tool": ask.tool},
+            {"requester": requester, "to": address.text, "tool": ask.tool, "door": ask.door},
         ))  # fmt: skip
         return await self.get(requester, row.request_id), True
 

@@ -20,8 +20,8 @@ from bot.human_input.rules import RequestRules
 from bot.human_input.scopes import Scopes
 from bot.human_input.waiters import Waiters
 from bot.human_input.worker import Worker
-from bot.records import EscalationState, PendingInput, RequestStatus
-from bot.tools.context import current_tool_actor_id
+from bot.records import EscalationState, Origin, PendingInput, RequestStatus
+from bot.tools.context import current_origin, current_tool_actor_id
 from bot.words.visible_text import visible_values
 
 Poke = Callable[[datetime], None]
@@ -66,6 +66,7 @@ class Creator:
         *,
         detached: bool,
         request_id: str | None = None,
+        origin: Origin | None = None,
     ) -> PendingInput:
         """A pending request, answerable from here (see `HumanInputHandler.create`)."""
         self._scopes.check_open(channel_id)
@@ -86,6 +87,7 @@ class Creator:
             actor_id=actor_id if actor_id is not None else current_tool_actor_id(),
             channel_type=channel_type,
             expires_at=now + timedelta(seconds=lifetime),
+            origin=origin if origin is not None else current_origin(),
         )
         if self._rules.escalation_start is not None:
             self._escalate(request, lifetime)

@@ -50,7 +50,7 @@ from bot.human_input.tasks import Tasks
 from bot.human_input.waiter import Wait
 from bot.human_input.waiters import Waiters
 from bot.human_input.worker import HOLD_SECONDS, Worker
-from bot.records import PendingInput, RequestStatus
+from bot.records import Origin, PendingInput, RequestStatus
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
@@ -161,12 +161,14 @@ class HumanInputHandler:
         actor_id: str | None = None,
         timeout: float | None = None,
         request_id: str | None = None,
+        origin: Origin | None = None,
     ) -> PendingInput:
         """Same, for a request nobody will wait() on: its creator must release() it.
-        `request_id` is the id to give it (a door reserves it first); a new one otherwise."""
+        `request_id` is the id to give it (a door reserves it first); a new one otherwise.
+        `origin`: the door and token that asked (its audit row says so)."""
         return await self._creator.create(
             tool_name, arguments, room_id, tool_call_id, channel_id, channel_type,
-            actor_id, timeout, detached=True, request_id=request_id,
+            actor_id, timeout, detached=True, request_id=request_id, origin=origin,
         )  # fmt: skip
 
     def wait(

@@ -72,16 +72,12 @@ def status_line(
         people = {"by": settled_by} if settled_by else {}
         moments = {"at": settled_at} if settled_at else {}
         return Phrase(ADMIN_CANCELLED + by + (" {at}" if moments else ""), people, moments)
-    if reason is not None and reason.startswith(TURN_STOPPED) and settled_by:
-        moments = {"at": settled_at} if settled_at else {}
-        return Phrase(TURN_STOPPED + " {by}" + (" {at}" if moments else ""), {"by": settled_by},
-                      moments)  # fmt: skip
+    if reason is not None and reason.startswith(f"{RUN_STOPPED} by ") and settled_by:
+        return _by_at(RUN_STOPPED, settled_by, settled_at)
     return Phrase("Withdrawn: no answer is needed any more.")
 
 
-# -- a stopped turn's requests (bot/bridge/turns.py) -----------------------------------------
-
-TURN_STOPPED = "Stopped by"  # "Stopped by Alice": the reason its withdrawn requests record
+RUN_STOPPED = "Stopped"  # a request withdrawn because its turn was stopped (bot/bridge/turns.py)
 
 
 # -- an admin's cancel (`/hitl cancel <id> [reason]`) ----------------------------------------

@@ -290,6 +290,8 @@ def created_values(
         "detached": record.detached,
         "expires_at": None if record.expires_at is None else record.expires_at.isoformat(),
     })  # fmt: skip
+    if record.origin is not None:  # asked through a door: which, and by which token
+        values["detail"].update(door=record.origin.door, requester=record.origin.requester)
     return values
 
 

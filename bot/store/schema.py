@@ -330,8 +330,10 @@ class WebhookRow(Base):
 
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
-        # Two workers enqueueing the same settle make one delivery.
-        Index("ix_webhook_deliveries_request_id", "request_id", unique=True),
+        # Two workers enqueueing the same settle make one delivery (per A2A push config).
+        Index(
+            "ix_webhook_deliveries_request_id_push_config", "request_id", "push_config", unique=True
+        ),
         # "Not done, earliest next_at first" (what to send next) as an index range scan, as
         # ix_requests_status_expires_at does for deadlines: done rows are not walked past.
         Index("ix_webhook_deliveries_done_at_next_at", "done_at", "next_at"),
@@ -349,6 +351,24 @@ class WebhookRow(Base):
     worker: Mapped[str | None] = mapped_column(String)
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     outcome: Mapped[str | None] = mapped_column(Text)
+    # An A2A push notification's config id ("": the HTTP API's callback URL), and the token
+    # it is sent with (X-A2A-Notification-Token): the caller's, to tell our POSTs from others.
+    push_config: Mapped[str] = mapped_column(String, default="", server_default="")
+    push_token: Mapped[str | None] = mapped_column(Text)
+
+
+class PushConfigRow(Base):
+    """An A2A push notification config of a door request (adapters/a2a/push.py): where its
+    task is POSTed once it settles, through the webhook deliveries. At most a few a task."""
+
+    __tablename__ = "push_configs"
+
+    request_id: Mapped[str] = mapped_column(String, primary_key=True)
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    requester: Mapped[str] = mapped_column(String)
+    url: Mapped[str] = mapped_column(Text)
+    token: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class VoteRow(Base):

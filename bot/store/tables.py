@@ -23,6 +23,7 @@ from bot.store.schema import (
     InboxRow,
     MessageCopyRow,
     ProposalRow,
+    PushConfigRow,
     RequestRow,
     RunRow,
     TokenRow,
@@ -50,6 +51,7 @@ webhook_deliveries = cast(Table, WebhookRow.__table__)
 votes = cast(Table, VoteRow.__table__)
 message_copies = cast(Table, MessageCopyRow.__table__)
 admin_sessions = cast(Table, AdminSessionRow.__table__)
+push_configs = cast(Table, PushConfigRow.__table__)
 
 
 def first(conn: Connection, query: Executable, values: dict[str, Any]) -> Row[Any] | None:

@@ -1,5 +1,6 @@
 """The `webhook_deliveries` table, and `WebhookTables` over it on a SqlStore (each method one
-transaction) for the sender, adapters/api/webhooks.py.
+transaction) for the sender, adapters/api/webhooks.py. A request has one delivery to its
+callback URL and one to each of its A2A push configs (`push_config`).
 
 A delivery is claimed for one attempt with a compare-and-set on its attempt count and lease,
 so two workers never send the same attempt at once; a worker that dies mid-attempt leaves a
@@ -58,6 +59,8 @@ class WebhookDelivery:
     worker: str | None = None
     done_at: datetime | None = None
     outcome: str | None = None
+    push_config: str = ""  # an A2A push config's id; "": the request's callback URL
+    push_token: str | None = None  # sent as X-A2A-Notification-Token (never logged)
 
 
 _COLUMNS = tuple(field.name for field in fields(WebhookDelivery))
@@ -165,14 +168,14 @@ def add(
 ) -> Added:
     """Insert the delivery, unless its request has one already or its token has `cap` not
     done: then it is dropped, and `dropped` (its audit line) written instead."""
-    if delivery_id(conn, delivery.request_id) is not None:
+    if delivery_id(conn, delivery.request_id, delivery.push_config) is not None:
         return Added.EXISTS
     if cap is not None and _waiting(conn, delivery.requester) >= cap:
         if dropped is not None:
             conn.execute(INSERT_AUDIT, audit_values(dropped))
         return Added.DROPPED
     dialect_insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    keys = [deliveries.c.request_id]
+    keys = [deliveries.c.request_id, deliveries.c.push_config]
     statement: Executable = dialect_insert(deliveries).on_conflict_do_nothing(index_elements=keys)
     inserted = conn.execute(statement, asdict(delivery)).rowcount == 1
     return Added.ADDED if inserted else Added.EXISTS
@@ -184,8 +187,12 @@ def _waiting(conn: Connection, requester: str) -> int:
     return count
 
 
-def delivery_id(conn: Connection, request_id: str) -> str | None:
-    query = select(deliveries.c.id).where(deliveries.c.request_id == request_id)
+def _of(request_id: str, push_config: str) -> ColumnElement[bool]:
+    return (deliveries.c.request_id == request_id) & (deliveries.c.push_config == push_config)
+
+
+def delivery_id(conn: Connection, request_id: str, push_config: str = "") -> str | None:
+    query = select(deliveries.c.id).where(_of(request_id, push_config))
     found: str | None = conn.execute(query).scalar()
     return found
 
@@ -258,8 +265,8 @@ def next_due(conn: Connection, after: datetime | None = None) -> datetime | None
     return due
 
 
-def delivery(conn: Connection, request_id: str) -> WebhookDelivery | None:
-    query = select(deliveries).where(deliveries.c.request_id == request_id)
+def delivery(conn: Connection, request_id: str, push_config: str = "") -> WebhookDelivery | None:
+    query = select(deliveries).where(_of(request_id, push_config))
     row = conn.execute(query).first()
     return delivery_of(row) if row is not None else None
 
@@ -276,8 +283,9 @@ class WebhookTables:
     async def add(
         self, delivery: WebhookDelivery, cap: int | None = None, dropped: AuditEntry | None = None
     ) -> Added:
-        """Added; EXISTS if the delivery's request has one already (another worker enqueued
-        it); DROPPED, with `dropped` audited, if its token has `cap` deliveries not done."""
+        """Added; EXISTS if the delivery's request has one already, to the same push config
+        (another worker enqueued it); DROPPED, with `dropped` audited, if its token has `cap`
+        deliveries not done."""
         return await self.store.write(add, delivery, cap, dropped)
 
     async def claim_due(
@@ -304,5 +312,6 @@ class WebhookTables:
         with `after`, the earliest not claimable by then."""
         return await self.store.read(next_due, after)
 
-    async def delivery(self, request_id: str) -> WebhookDelivery | None:
-        return await self.store.read(delivery, request_id)
+    async def delivery(self, request_id: str, push_config: str = "") -> WebhookDelivery | None:
+        """The request's delivery to its callback URL, or to its A2A push config's URL."""
+        return await self.store.read(delivery, request_id, push_config)

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from bot.records import Origin
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallContext:
@@ -23,6 +25,7 @@ class ToolCallContext:
 
 
 _current: ContextVar[ToolCallContext | None] = ContextVar("hitl_tool_call", default=None)
+_origin: ContextVar[Origin | None] = ContextVar("hitl_origin", default=None)
 
 
 @contextmanager
@@ -43,3 +46,18 @@ def current_tool_actor_id() -> str | None:
     """The participant whose turn raised the current tool call, or None."""
     context = _current.get()
     return context.actor_id if context else None
+
+
+@contextmanager
+def asked_through(origin: Origin) -> Iterator[Origin]:
+    """Requests made in the enclosed code (and in the tasks it starts, which copy the context:
+    an agent's turn started for a door's run) were asked through `origin`."""
+    token = _origin.set(origin)
+    try:
+        yield origin
+    finally:
+        _origin.reset(token)
+
+
+def current_origin() -> Origin | None:
+    return _origin.get()

@@ -14,6 +14,13 @@ when ``HITL_SLACK_SCHEMA_DIR`` names a folder with ``blockkit-{message,modal}.sc
 and ``jsonschema`` is installed, against those schemas too. ``url_private`` of added files and
 ``new_response_url()`` are served by the fake as well, so nothing reaches the network.
 
+Streamed messages (``chat.startStream``/``appendStream``/``stopStream``, Slack's AI-app
+methods) are stored as messages whose ``text`` grows with each ``markdown_text``, whose
+``blocks`` are those of ``blocks`` chunks and whose ``tasks`` (the fake's own field) are the
+task cards by id, as their ``task_update`` chunks left them; ``streaming(channel, ts)`` says
+whether one is still open. Every call the fake refuses (not those a test injected with
+``fail`` or ``rate_limit``) is listed in ``refused`` as ``(method, error)``.
+
 Every answer to the bot token lists its ``scopes`` in the ``x-oauth-scopes`` header, as Slack
 does (manifest.yml's by default); an unknown token is answered ``invalid_auth``.
 
@@ -386,6 +393,7 @@ class FakeSlack:
         self.prompts: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
         # Calls Slack would refuse for what they sent (method, error): a test expects none
         self.refused: list[tuple[str, str]] = []
+        self._streams: dict[tuple[str, str], bool] = {}  # a streamed message: still open?
         self._messages: defaultdict[str, dict[str, JSON]] = defaultdict(dict)
         self._history: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
         self._faults: defaultdict[str, deque[_Fault]] = defaultdict(deque)
@@ -422,6 +430,9 @@ class FakeSlack:
             "assistant.threads.setStatus": self._set_status,
             "assistant.threads.setTitle": self._set_title,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
+            "chat.startStream": self._start_stream,
+            "chat.appendStream": self._append_stream,
+            "chat.stopStream": self._stop_stream,
         }
 
     # -- lifecycle
@@ -564,6 +575,10 @@ class FakeSlack:
         """Every status set on a thread (`""`: cleared), oldest first."""
         return [str(call["status"]) for call in self.statuses[channel, thread_ts]]
 
+    def streaming(self, channel: str, ts: str) -> bool | None:
+        """Whether the streamed message at ``channel``/``ts`` is still open (None: not one)."""
+        return self._streams.get((channel, ts))
+
     def calls_to(self, method: str) -> list[JSON]:
         return [args for name, args in self.calls if name == method]
 
@@ -630,11 +645,13 @@ class FakeSlack:
                 raise SlackError(fault.error, fault.status)
             if method not in self._methods:
                 raise SlackError("unknown_method", req_method=method)
-            status, body = 200, {"ok": True, **self._methods[method](copy.deepcopy(args))}
+            try:
+                status, body = 200, {"ok": True, **self._methods[method](copy.deepcopy(args))}
+            except SlackError as refusal:
+                self.refused.append((method, refusal.error))
+                raise
         except SlackError as e:
             status, body = e.status, {"ok": False, "error": e.error, **e.extra}
-            if e.error in ("invalid_arguments", "missing_scope") and method in ASSISTANT_SCOPES:
-                self.refused.append((method, e.error))
         async with self._changed:
             self._changed.notify_all()
         return web.json_response(body, status=status, headers=headers)
@@ -940,6 +957,104 @@ class FakeSlack:
         url = f"{self.url}/files-pri/{self.team_id}-{file['id']}/{file['name']}"
         shown = {"url_private": url, "url_private_download": url, **file}
         return {"file": shown, "comments": [], "response_metadata": {"next_cursor": ""}}
+
+    # -- streamed messages (Slack's AI-app methods)
+
+    def _start_stream(self, args: JSON) -> JSON:
+        channel = args.get("channel")
+        if not isinstance(channel, str) or not channel:
+            raise SlackError("invalid_arguments")
+        if not channel.startswith("D"):  # outside a DM, whose reader it streams to
+            if not args.get("recipient_user_id"):
+                raise SlackError("missing_recipient_user_id")
+            if not args.get("recipient_team_id"):
+                raise SlackError("missing_recipient_team_id")
+        if args.get("task_display_mode") not in (None, "timeline", "plan"):
+            raise SlackError("invalid_arguments")
+        msg: JSON = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id,
+               "app_id": self.app_id, "team": self.team_id, "text": "", "tasks": {}}  # fmt: skip
+        _stream_content(msg, args, need_content=False)
+        msg = self._store(channel, msg, args.get("thread_ts"))
+        self._streams[channel, msg["ts"]] = True
+        return {"channel": channel, "ts": msg["ts"]}
+
+    def _open_stream(self, args: JSON) -> JSON:
+        channel, ts = args.get("channel"), args.get("ts")
+        if not isinstance(channel, str) or not isinstance(ts, str) or not channel or not ts:
+            raise SlackError("invalid_arguments")
+        if not self._streams.get((channel, ts)):
+            raise SlackError("message_not_in_streaming_state")
+        return self._messages[channel][ts]
+
+    def _append_stream(self, args: JSON) -> JSON:
+        msg = self._open_stream(args)
+        _stream_content(msg, args, need_content=True)
+        self._history[args["channel"], msg["ts"]].append(copy.deepcopy(msg))
+        return {"channel": args["channel"], "ts": msg["ts"]}
+
+    def _stop_stream(self, args: JSON) -> JSON:
+        msg = self._open_stream(args)
+        if args.get("session_status") not in (None, "active", "processing", "suspended", "closed"):
+            raise SlackError("invalid_arguments")
+        _stream_content(msg, args, need_content=False)
+        if "blocks" in args:
+            if errors := block_errors(args["blocks"]):
+                raise SlackError("invalid_blocks", errors=errors)
+            msg["blocks"] = [*msg.get("blocks", []), *args["blocks"]]
+        self._streams[args["channel"], msg["ts"]] = False
+        self._history[args["channel"], msg["ts"]].append(copy.deepcopy(msg))
+        return {"channel": args["channel"], "ts": msg["ts"], "message": copy.deepcopy(msg)}
+
+
+TASK_STATUSES = ("pending", "in_progress", "complete", "error")
+
+
+def _stream_content(msg: JSON, args: JSON, *, need_content: bool) -> None:
+    """Apply a stream call's ``markdown_text`` and ``chunks`` to its message, checked first
+    (all or nothing, as Slack refuses a call whole)."""
+    text, chunks = args.get("markdown_text"), args.get("chunks")
+    if need_content and not text and not chunks:
+        raise SlackError("invalid_arguments")
+    if text is not None and not isinstance(text, str):
+        raise SlackError("invalid_arguments")
+    if isinstance(chunks, str):
+        try:
+            chunks = json.loads(chunks)
+        except ValueError:
+            raise SlackError("invalid_chunks") from None
+    chunks = chunks or []
+    if not isinstance(chunks, list) or not all(_chunk_ok(c) for c in chunks):
+        raise SlackError("invalid_chunks")
+    pieces = [text or ""] + [c["text"] for c in chunks if c["type"] == "markdown_text"]
+    if len(msg["text"]) + sum(len(p) for p in pieces) > MAX_TEXT:
+        raise SlackError("msg_too_long")
+    msg["text"] += "".join(pieces)
+    for chunk in chunks:
+        if chunk["type"] == "task_update":
+            shown = {k: chunk[k] for k in ("title", "status", "details", "output") if k in chunk}
+            msg["tasks"][chunk["id"]] = msg["tasks"].get(chunk["id"], {}) | shown
+        elif chunk["type"] == "blocks":
+            msg["blocks"] = [*msg.get("blocks", []), *chunk["blocks"]]
+
+
+def _chunk_ok(chunk: Any) -> bool:
+    """A chunk of the shape Slack documents (markdown_text, task_update, plan_update, blocks)."""
+    if not isinstance(chunk, dict):
+        return False
+    kind = chunk.get("type")
+    if kind == "markdown_text":
+        return isinstance(chunk.get("text"), str)
+    if kind == "task_update":
+        return (
+            all(isinstance(chunk.get(k), str) and chunk[k] for k in ("id", "title"))
+            and chunk.get("status") in TASK_STATUSES
+            and all(isinstance(chunk.get(k, ""), str) for k in ("details", "output"))
+        )
+    if kind == "plan_update":
+        return isinstance(chunk.get("title"), str)
+    if kind == "blocks":
+        return not block_errors(chunk.get("blocks"))
+    return False
 
 
 def _json_list(value: Any) -> list[Any]:

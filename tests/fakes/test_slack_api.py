@@ -429,3 +429,58 @@ async def test_set_title_needs_the_thread_and_a_title(
     assert fake.titles["D1", "1.0"] == ["Deploys"]
     call = client.assistant_threads_setTitle(channel_id="D1", thread_ts="", title="Deploys")
     assert (await error_of(call))["error"] == "invalid_arguments"
+
+
+# -- streamed messages (chat.startStream / appendStream / stopStream) --------------------------
+
+
+async def test_a_stream_grows_one_message_with_text_and_task_cards(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    root = await client.chat_postMessage(channel="C1", text="question")
+    started = await client.chat_startStream(
+        channel="C1", thread_ts=root["ts"], recipient_user_id="U0ALICE",
+        recipient_team_id=TEAM_ID, task_display_mode="timeline", markdown_text="Hel",
+    )  # fmt: skip
+    ts = started["ts"]
+    task = {"type": "task_update", "id": "call_1", "title": "lookup", "status": "in_progress"}
+    await client.chat_appendStream(channel="C1", ts=ts, markdown_text="lo", chunks=[task])
+    assert fake.streaming("C1", ts) is True
+    assert fake.message("C1", ts)["text"] == "Hello"
+    done = {**task, "status": "complete", "output": "3 rows"}
+    await client.chat_stopStream(channel="C1", ts=ts, markdown_text=" world", chunks=[done])
+    message = fake.message("C1", ts)
+    assert message["text"] == "Hello world" and message["thread_ts"] == root["ts"]
+    assert message["tasks"] == {"call_1": {"title": "lookup", "status": "complete",
+                                           "output": "3 rows"}}  # fmt: skip
+    assert fake.streaming("C1", ts) is False and fake.streaming("C1", root["ts"]) is None
+    assert fake.refused == []
+
+
+async def test_a_stream_refuses_what_slack_refuses(fake: FakeSlack, client: AsyncWebClient) -> None:
+    no_user = client.chat_startStream(channel="C1", thread_ts="1.2", recipient_team_id=TEAM_ID)
+    assert (await error_of(no_user))["error"] == "missing_recipient_user_id"
+    no_team = client.chat_startStream(channel="C1", thread_ts="1.2", recipient_user_id="U0ALICE")
+    assert (await error_of(no_team))["error"] == "missing_recipient_team_id"
+    in_dm = await client.chat_startStream(channel="D0ALICE", thread_ts="1.2")  # a DM: no need
+    bad = {"type": "task_update", "id": "t", "title": "x", "status": "running"}
+    bad_chunk = client.chat_appendStream(channel="D0ALICE", ts=in_dm["ts"], chunks=[bad])
+    assert (await error_of(bad_chunk))["error"] == "invalid_chunks"
+    empty = client.chat_appendStream(channel="D0ALICE", ts=in_dm["ts"])
+    assert (await error_of(empty))["error"] == "invalid_arguments"
+    await client.chat_stopStream(channel="D0ALICE", ts=in_dm["ts"])
+    after_stop = client.chat_appendStream(channel="D0ALICE", ts=in_dm["ts"], markdown_text="x")
+    assert (await error_of(after_stop))["error"] == "message_not_in_streaming_state"
+    unknown = client.chat_stopStream(channel="D0ALICE", ts="9.9")
+    assert (await error_of(unknown))["error"] == "message_not_in_streaming_state"
+    assert [error for _, error in fake.refused] == [
+        "missing_recipient_user_id", "missing_recipient_team_id", "invalid_chunks",
+        "invalid_arguments", "message_not_in_streaming_state", "message_not_in_streaming_state",
+    ]  # fmt: skip
+
+
+async def test_a_stream_can_be_made_to_fail(fake: FakeSlack, client: AsyncWebClient) -> None:
+    fake.fail("chat.startStream", "not_allowed")
+    refused = client.chat_startStream(channel="D0ALICE", thread_ts="1.2", markdown_text="hi")
+    assert (await error_of(refused))["error"] == "not_allowed"
+    assert fake.refused == []  # injected by the test, not refused by the fake's rules

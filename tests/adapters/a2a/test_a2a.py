@@ -74,7 +74,7 @@ async def test_the_card_is_the_sdk_s_card_with_five_skills_and_the_bearer_scheme
         "collect_data",
         "confirm_action",
     ]
-    assert card.capabilities.streaming and not card.capabilities.push_notifications
+    assert card.capabilities.streaming and card.capabilities.push_notifications
     assert card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
     assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
     bindings = {i.protocol_binding: i.url for i in card.supported_interfaces}
@@ -101,6 +101,8 @@ async def test_an_approval_completes_with_the_answer_as_a_data_artifact(
         audit = await caller.env.store.list_audit(request_id=request_id)
         asked = [e for e in audit if e.action == "door.asked"]
         assert [e.detail["requester"] for e in asked] == ["a2a-agent"]
+        (created,) = [e for e in audit if e.action == "request.created"]
+        assert (created.detail["door"], created.detail["requester"]) == ("a2a", "a2a-agent")
 
 
 async def pending_id(caller: Caller) -> str:

@@ -20,6 +20,8 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
+    StepFinishedEvent,
+    StepStartedEvent,
     TextMessageContentEvent,
     ToolCallArgsEvent,
     ToolCallResultEvent,
@@ -76,6 +78,8 @@ class Client:
         assert events[0].type is EventType.RUN_STARTED
         assert [e.type for e in events[1:-1] if e.type.startswith("RUN_")] == []
         assert events[-1].type in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
+        if events[-1].type is EventType.RUN_FINISHED:
+            check_steps(events)
         return events
 
     async def resume(self, thread: str, request_id: str, status: str, payload: Any) -> list[Event]:
@@ -97,6 +101,21 @@ def finished(events: list[Event]) -> RunFinishedEvent:
     last = events[-1]
     assert isinstance(last, RunFinishedEvent), last
     return last
+
+
+def check_steps(events: list[Event]) -> None:
+    """Steps as AG-UI's clients check them: each started and finished in the run, one around
+    each tool call, started before its TOOL_CALL_START and finished after its result."""
+    open_steps: list[str] = []
+    for event in events:
+        if isinstance(event, StepStartedEvent):
+            open_steps.append(event.step_name)
+        elif isinstance(event, StepFinishedEvent):
+            assert event.step_name in open_steps, event
+            open_steps.remove(event.step_name)
+        elif isinstance(event, ToolCallStartEvent | ToolCallResultEvent):
+            assert open_steps, f"{event.type} outside a step"
+    assert open_steps == []
 
 
 def interrupted(events: list[Event]) -> RunFinishedInterruptOutcome:
@@ -157,8 +176,22 @@ async def test_an_approval_interrupts_and_a_resolved_resume_reaches_the_model(
     assert "Deploy v2 to production" in (interrupt.message or "")
     created = [e for e in await env.store.list_audit(request_id=record.id)]
     assert [e.action for e in created][:1] == ["request.created"]
+    door = created[0].detail
+    assert (door["door"], door["requester"]) == ("ag-ui", "web-app")  # the run's door, token
+
+    assert [e.type for e in first[4:]] == [
+        EventType.STEP_STARTED, EventType.TOOL_CALL_START, EventType.TOOL_CALL_ARGS,
+        EventType.TOOL_CALL_END, EventType.STEP_FINISHED, EventType.RUN_FINISHED,
+    ]  # fmt: skip
+    assert {e.step_name for e in first if isinstance(e, StepStartedEvent)} == {"requestApproval"}
 
     second = await client.resume("t-deploy", interrupt.id, "resolved", {"approved": True})
+    assert [e.type for e in second[:4]] == [
+        EventType.RUN_STARTED,
+        EventType.STEP_STARTED,
+        EventType.TOOL_CALL_RESULT,
+        EventType.STEP_FINISHED,
+    ]  # the held call's result, in a step of its own: steps pair within a run
     assert results(second) == [{"approved": True}]
     assert texts(second) == ["Deployed."]
     assert isinstance(finished(second).outcome, RunFinishedSuccessOutcome)

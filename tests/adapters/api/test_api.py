@@ -126,7 +126,10 @@ async def test_a_request_made_waits_on_a_long_poll_woken_by_the_click(api: Api) 
     assert answered["answered_at"].endswith("Z")
     audit = await api.env.store.list_audit(request_id=made["id"])
     asked = next(e for e in audit if e.action == "door.asked")
-    assert asked.detail == {"requester": "ci-agent", "to": TO, "tool": "requestApproval"}
+    assert asked.detail == {"requester": "ci-agent", "to": TO, "tool": "requestApproval",
+                            "door": "api"}  # fmt: skip
+    created = next(e for e in audit if e.action == "request.created")
+    assert (created.detail["door"], created.detail["requester"]) == ("api", "ci-agent")
 
 
 async def test_the_same_idempotency_key_is_the_same_request(api: Api) -> None:

@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import jsonschema
@@ -23,6 +23,7 @@ from adapters.mcp.server import MAX_BODY
 from adapters.mcp.tools import ASK_TOOLS
 from bot.doors.service import DoorError
 from bot.requests.kinds import Verb
+from bot.store.doors import DoorTables
 from tests.adapters.mcp.served import (
     BASH,
     PERSON,
@@ -77,6 +78,10 @@ async def test_each_tool_answered_in_time_returns_the_answer_as_structured_conte
     assert json.loads(text(result)) == expected
     body = await bridge.doors.get(bridge.name, view.request_id)  # the token's own request
     assert (body["to"], body["answer"]) == ("slack:C1", answer)
+    store = cast(DoorTables, bridge.doors.store).store
+    audit = await store.list_audit(request_id=view.request_id)
+    (created,) = [e for e in audit if e.action == "request.created"]
+    assert (created.detail["door"], created.detail["requester"]) == ("mcp", bridge.name)
 
 
 async def test_the_tools_are_listed_with_the_built_in_tools_arguments(bridge: Served) -> None:

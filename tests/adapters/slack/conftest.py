@@ -23,6 +23,7 @@ import pytest
 from adapters.observability import TracingFor
 from adapters.serve import Server
 from adapters.settings import Settings
+from adapters.slack.run_chunks import STOP_BLOCK_ID
 from bot.records import RequestRecord
 from bot.store import SqlStore, upgrade
 from tests.conformance import conformance_file
@@ -56,8 +57,12 @@ def block_kit_schemas() -> Path | None:
 
 
 def has_actions(message: Mapping[str, Any]) -> bool:
-    """Whether a message still shows interactive elements."""
-    return any(block.get("type") == "actions" for block in message.get("blocks") or [])
+    """Whether a message still shows a request's interactive elements (a streamed reply's
+    Stop button is the turn's, not a request's)."""
+    return any(
+        block.get("type") == "actions" and block.get("block_id") != STOP_BLOCK_ID
+        for block in message.get("blocks") or []
+    )
 
 
 def action_ids(message: Mapping[str, Any]) -> list[str]:
@@ -84,9 +89,21 @@ class Thread:
             if m.get("user") == BOT_USER_ID and m["ts"] != self.ts
         ]
 
+    def requests_shown(self) -> list[JSON]:
+        """The bot's messages with blocks that are not a streamed reply: requests' (and a
+        chooser's)."""
+        return [m for m in self.bot_messages() if m.get("blocks") and not self.env.streamed(m)]
+
     def texts(self) -> list[JSON]:
-        """The bot's plain replies (messages without blocks) in the thread."""
-        return [m for m in self.bot_messages() if not m.get("blocks")]
+        """The bot's plain replies in the thread: messages without blocks, and streamed
+        replies once their stream is stopped (whole)."""
+        streaming = self.env.slack.streaming
+        return [
+            m
+            for m in self.bot_messages()
+            if streaming(CHANNEL, m["ts"]) is False
+            or (streaming(CHANNEL, m["ts"]) is None and not m.get("blocks"))
+        ]
 
     async def request(self, n: int = 1) -> JSON:
         """The `n`-th request message as it was while executing (showing its controls).
@@ -129,6 +146,19 @@ class Env:
     slack: FakeSlack
     model: FakeAnthropic
     http: aiohttp.ClientSession
+
+    def streamed(self, message: Mapping[str, Any]) -> bool:
+        """Whether a message in the channel is a streamed reply (chat.startStream)."""
+        return self.slack.streaming(CHANNEL, message["ts"]) is not None
+
+    def replies_said(self, channel: str = CHANNEL) -> list[str]:
+        """The texts of the bot's replies: posted, or streamed and stopped."""
+        return [
+            m["text"]
+            for m in self.slack.messages(channel)
+            if m.get("user") == BOT_USER_ID
+            and (self.slack.streaming(channel, m["ts"]) is False or not m.get("blocks"))
+        ]
 
     @property
     def events_url(self) -> str:

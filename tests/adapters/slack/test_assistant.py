@@ -8,6 +8,7 @@ from pathlib import Path
 from bot.config.agent_file import DEFAULT_SUGGESTED_PROMPTS
 from tests.adapters.slack.conftest import ALICE, WAIT, Env, StartEnv
 from tests.fakes.anthropic_api import reply_text
+from tests.fakes.slack_api import BOT_USER_ID
 from tests.fakes.slack_signing import event_callback, message_event
 
 DM = "D0ALICE001"  # the app's DM with Alice, where the assistant view's threads are
@@ -70,10 +71,10 @@ async def test_a_message_in_the_thread_starts_a_turn_with_its_status_there(env: 
         text, user=ALICE, channel=DM, ts=posted["ts"], thread_ts=THREAD, channel_type="im"
     )
     assert (await env.post(event_callback(event))).status == 200
-    reply = await env.slack.wait_for(
-        lambda: [m for m in env.slack.messages(DM) if m.get("bot_id")], WAIT
-    )
-    assert reply[0]["text"] == "Nothing waits for you." and reply[0]["thread_ts"] == THREAD
+    said = await env.slack.wait_for(lambda: env.replies_said(DM), WAIT)  # streamed, then stopped
+    assert said == ["Nothing waits for you."]
+    [reply] = [m for m in env.slack.messages(DM) if m.get("user") == BOT_USER_ID]
+    assert reply["thread_ts"] == THREAD
     await env.slack.wait_for(lambda: env.slack.status_history(DM, THREAD)[-1:] == [""], WAIT)
     assert env.slack.status_history(DM, THREAD) == ["is thinking…", ""]
 

@@ -559,10 +559,9 @@ async def test_a_direct_message_with_a_file_starts_a_turn(env: Env) -> None:
     event |= {"subtype": "file_share", "files": [file], "upload": False, "display_as_bot": False}
     assert (await env.post(event_callback(event))).status == 200
 
-    reply = await env.slack.wait_for(
-        lambda: [m for m in env.slack.messages(DM) if m.get("user") == BOT_USER_ID], WAIT
-    )
-    assert [m["text"] for m in reply] == ["Got your log."]
+    said = await env.slack.wait_for(lambda: env.replies_said(DM), WAIT)  # once whole
+    assert said == ["Got your log."]
+    reply = [m for m in env.slack.messages(DM) if m.get("user") == BOT_USER_ID]
     assert "thread_ts" not in reply[0]  # a DM outside threads is answered in the DM
     assert last_user_text(1, env) == (
         "what failed here?\n[file: deploy.log https://files.example/deploy]"

@@ -160,7 +160,7 @@ async def test_a_grant_is_listed_used_and_revoked_with_the_slash_command(
     await env.reply_in_thread(thread, "once more please")
     await thread.reply(2)
     assert env.tool_result(4)["content"] == "deployed api to production (1 replicas)"
-    assert len(runs) == 2 and len([m for m in thread.bot_messages() if m.get("blocks")]) == 1
+    assert len(runs) == 2 and len(thread.requests_shown()) == 1
 
     refused = await slash(env, f"revoke {grant.id}", user=STRANGER)
     assert refused == f"Cannot revoke: you may not revoke grant {grant.id}."
@@ -177,3 +177,20 @@ async def test_a_grant_is_listed_used_and_revoked_with_the_slash_command(
     await env.reply_in_thread(thread, "and again")
     await thread.request(2)
     assert len(runs) == 2
+
+
+async def test_a_gated_calls_approval_is_a_task_card_of_the_streamed_reply(
+    env: Env, runs: list[dict[str, Any]]
+) -> None:
+    thread, message = await asked(env, CALL)
+    await env.click(message, "hitl_approve")
+    assert (await thread.reply())["text"] == FINAL
+    record = await env.request_record(message)
+    (streamed,) = [m for m in thread.bot_messages() if env.streamed(m)]
+    waited = streamed["tasks"][f"request:{record.id}"]
+    assert (waited["title"], waited["status"]) == ("Waiting for approval", "complete")
+    call = streamed["tasks"][env.tool_result(2)["tool_use_id"]]
+    assert (call["title"], call["status"]) == ("deploy", "complete")
+    assert call["output"] == "deployed api to production (1 replicas)"
+    assert TOKEN not in json.dumps(streamed)  # the secret argument is never shown
+    assert env.slack.refused == []

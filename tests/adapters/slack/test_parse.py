@@ -18,8 +18,10 @@ from adapters.slack.parse import (
     PayloadError,
     click_essentials,
     parse_block_action,
+    parse_stop_click,
     parse_view_submission,
 )
+from adapters.slack.run_chunks import STREAM_TEXT, stop_chunk, text_pieces
 from bot.human_tools.forms import read_form
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.requests.kinds import DECLINE_FORM, Verb
@@ -387,3 +389,25 @@ def test_state_without_values_reads_as_empty() -> None:
     submission = parse_view_submission(_submission(state={}))
     assert submission.interaction.inputs == {}
     assert submission.fields == ("reason",)  # from the view's blocks
+
+
+def test_a_stop_click_names_the_turns_room_and_who_clicked() -> None:
+    button = stop_chunk("slack:C0123CHAN:1700000000.000100")["blocks"][0]["elements"][0]
+    body = {
+        "type": "block_actions", "user": {"id": ACTOR},
+        "actions": [{"action_id": button["action_id"], "value": button["value"]}],
+        "container": {"channel_id": CHANNEL, "message_ts": MESSAGE_TS, "thread_ts": THREAD_TS},
+    }  # fmt: skip
+    click = parse_stop_click(body)
+    assert (click.user_id, click.room_id) == (ACTOR, "slack:C0123CHAN:1700000000.000100")
+    assert (click.channel_id, click.thread_ts) == (CHANNEL, THREAD_TS)
+    with pytest.raises(PayloadError):  # a request's Stop (Verb.STOP) is not a turn's
+        parse_stop_click({**body, "actions": [{"action_id": "hitl_stop", "value": "r1"}]})
+
+
+def test_stream_text_is_cut_to_what_one_call_takes_never_inside_an_entity() -> None:
+    text = "a" * (STREAM_TEXT - 2) + "&amp;" + "b" * 10
+    pieces = text_pieces(text)
+    assert "".join(pieces) == text and all(len(p) <= STREAM_TEXT for p in pieces)
+    assert pieces[1].startswith("&amp;")
+    assert text_pieces("") == []

@@ -40,7 +40,7 @@ async def refused_request(env: Env, *, failures: int) -> JSON:
     await env.mention("deploy v2 please")
 
     def told_final() -> bool:
-        return any(c.get("text") == FINAL for c in env.slack.calls_to("chat.postMessage"))
+        return FINAL in env.replies_said()
 
     await env.slack.wait_for(told_final, SOON)
     assert len(env.requests) == 2
@@ -67,7 +67,7 @@ async def test_a_request_slack_refuses_is_undeliverable_at_once(start_env: Start
     actions = {entry.action: entry for entry in await env.store.list_audit(request_id=record.id)}
     assert "channel_not_found" in actions["request.undeliverable"].detail["reason"]
     # Nothing was ever shown in the thread.
-    assert not [m for m in env.slack.messages(CHANNEL) if m.get("blocks")]
+    assert not [m for m in env.slack.messages(CHANNEL) if m.get("blocks") and not env.streamed(m)]
 
 
 async def test_a_preparing_message_left_behind_says_the_request_was_not_delivered(
@@ -87,7 +87,7 @@ async def test_a_preparing_message_left_behind_says_the_request_was_not_delivere
 
     message = await thread.reply()  # the agent's words: the request's post was refused
     assert message["text"] == FINAL
-    (shown,) = [m for m in thread.bot_messages() if m.get("blocks")]
+    (shown,) = thread.requests_shown()
     closed = await thread.settled(shown, "Could not be delivered")
     assert "channel_not_found" in json.dumps(closed["blocks"])
     error = json.loads(env.tool_result(2)["content"])["error"]

@@ -24,6 +24,7 @@ from bot.store import downgrade, head_revision, open_store, upgrade
 from bot.store.admin_sessions import AdminSessionTables
 from bot.store.copies import CopyTables
 from bot.store.doors import DoorTables
+from bot.store.push_configs import PushConfig, PushConfigTables
 from bot.store.schema import JsonType, UTCDateTime, metadata
 from bot.store.votes import VoteTables
 from bot.store.webhooks import Added, WebhookDelivery, WebhookTables
@@ -33,7 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "requests", "audit_log", "transcripts", "claims", "runs", "holders", "proposals", "health",
     "inbox", "gate_runs", "grants", "api_tokens", "door_requests", "webhook_deliveries", "votes",
-    "message_copies", "admin_sessions",
+    "message_copies", "admin_sessions", "push_configs",
 }  # fmt: skip
 UNTIL_0017 = {"transitions"}  # 0001 to 0016 (the audit log records transitions since 0017)
 HOLD_TABLES = {"holders", "proposals"}
@@ -43,8 +44,9 @@ WEBHOOK_TABLES = {"webhook_deliveries"}  # 0009
 VOTE_TABLES = {"votes"}  # 0010
 COPY_TABLES = {"message_copies"}  # 0014
 SESSION_TABLES = {"admin_sessions"}  # 0018
+PUSH_TABLES = {"push_configs"}  # 0021
 LATER = {"health", "inbox", *GATE_TABLES, *DOOR_TABLES, *WEBHOOK_TABLES, *VOTE_TABLES,
-         *COPY_TABLES, *SESSION_TABLES}  # after 0003  # fmt: skip
+         *COPY_TABLES, *SESSION_TABLES, *PUSH_TABLES}  # after 0003  # fmt: skip
 HOLD_COLUMNS = {"held_by", "settled_proposal"}
 
 
@@ -222,7 +224,7 @@ async def test_0006_inbox_up_and_down(database: Database, engine: AsyncEngine) -
 
     await downgrade(database.url, "0005", schema=database.schema)
     later = {"inbox"} | GATE_TABLES | DOOR_TABLES | WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES
-    later |= SESSION_TABLES
+    later |= SESSION_TABLES | PUSH_TABLES
     assert await table_names(engine) == {*TABLES - later, *UNTIL_0017, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     assert await row_count(engine, "inbox") == 0
@@ -294,19 +296,17 @@ async def test_0009_webhooks_up_and_down(database: Database, engine: AsyncEngine
     await upgrade(database.url, "0008", schema=database.schema)
     assert not WEBHOOK_TABLES & await table_names(engine)
     await upgrade(database.url, "0009", schema=database.schema)
-    store = await open_store(database.url, migrate=False, schema=database.schema)
-    try:
-        tables = WebhookTables(store)
-        now = datetime.now(UTC)
-        delivery = WebhookDelivery("d1", "r1", "ci", "https://example.com/hook", "{}", 0, now, now)
-        assert await tables.add(delivery) is Added.ADDED
-        assert await tables.add(dataclasses.replace(delivery, id="d2")) is Added.EXISTS
-        (claimed,) = await tables.claim_due("w1", now, now + timedelta(minutes=1), 10)
-        assert claimed.attempts == 1 and claimed.worker == "w1"
-    finally:
-        await store.close()
+    # Today's WebhookTables reads the columns 0021 added: 0009's table is written in SQL.
+    row = ("INSERT INTO webhook_deliveries (id, request_id, requester, url, body, attempts, "
+           "first_at, next_at) VALUES ('{}', 'r1', 'ci', 'https://example.com/hook', '{{}}', 0, "
+           "'2026-01-01 00:00:00', '2026-01-01 00:00:00')")  # fmt: skip
+    async with engine.begin() as conn:
+        await conn.execute(text(row.format("d1")))
+    with pytest.raises(IntegrityError):  # one delivery a request
+        async with engine.begin() as conn:
+            await conn.execute(text(row.format("d2")))
     await downgrade(database.url, "0008", schema=database.schema)
-    gone = WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES | SESSION_TABLES
+    gone = WEBHOOK_TABLES | VOTE_TABLES | COPY_TABLES | SESSION_TABLES | PUSH_TABLES
     assert await table_names(engine) == {*TABLES - gone, *UNTIL_0017, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
@@ -334,7 +334,7 @@ async def test_0010_votes_up_and_down(database: Database, engine: AsyncEngine) -
         await store.close()
     await downgrade(database.url, "0009", schema=database.schema)
     assert await table_names(engine) == {
-        *TABLES - VOTE_TABLES - COPY_TABLES - SESSION_TABLES,
+        *TABLES - VOTE_TABLES - COPY_TABLES - SESSION_TABLES - PUSH_TABLES,
         *UNTIL_0017,
         "alembic_version",
     }
@@ -362,7 +362,7 @@ async def test_0014_message_copies_up_and_down(database: Database, engine: Async
     finally:
         await store.close()
     await downgrade(database.url, "0010", schema=database.schema)
-    gone = COPY_TABLES | SESSION_TABLES
+    gone = COPY_TABLES | SESSION_TABLES | PUSH_TABLES
     assert await table_names(engine) == {*TABLES - gone, *UNTIL_0017, "alembic_version"}
     assert await row_count(engine, "requests") == 1
     await upgrade(database.url, schema=database.schema)
@@ -409,7 +409,7 @@ async def test_0018_admin_sessions_up_and_down(database: Database, engine: Async
     finally:
         await store.close()
     await downgrade(database.url, "0017", schema=database.schema)
-    assert await table_names(engine) == {*TABLES - SESSION_TABLES, "alembic_version"}
+    assert await table_names(engine) == {*TABLES - SESSION_TABLES - PUSH_TABLES, "alembic_version"}
     await upgrade(database.url, schema=database.schema)
     async with engine.connect() as conn:
         assert await conn.run_sync(schema_differences) == []
@@ -506,3 +506,34 @@ async def test_open_store_without_migrate_leaves_the_database_alone(
     finally:
         await store.close()
     assert await table_names(engine) == set()
+
+
+async def test_0021_push_configs_up_and_down(database: Database, engine: AsyncEngine) -> None:
+    """0021 adds A2A push configs and a delivery per request and push config (the callback
+    URL's still one a request); its downgrade drops the push deliveries and keeps the rest."""
+    await upgrade(database.url, "0020", schema=database.schema)
+    assert not PUSH_TABLES & await table_names(engine)
+    await upgrade(database.url, "0021", schema=database.schema)
+    store = await open_store(database.url, migrate=False, schema=database.schema)
+    try:
+        tables = WebhookTables(store)
+        now = datetime.now(UTC)
+        delivery = WebhookDelivery("d1", "r1", "ci", "https://example.com/hook", "{}", 0, now, now)
+        assert await tables.add(delivery) is Added.ADDED
+        assert await tables.add(dataclasses.replace(delivery, id="d2")) is Added.EXISTS
+        pushed = dataclasses.replace(delivery, id="d3", push_config="c1", push_token="t")
+        assert await tables.add(pushed) is Added.ADDED
+        assert await tables.add(dataclasses.replace(pushed, id="d4")) is Added.EXISTS
+        configs = PushConfigTables(store)
+        config = PushConfig("r1", "c1", "ci", "https://example.com/a2a", "t", now)
+        assert await configs.put(config, cap=1)
+        assert not await configs.put(dataclasses.replace(config, id="c2"), cap=1)
+        assert await configs.of_request("r1") == [config]
+    finally:
+        await store.close()
+    await downgrade(database.url, "0020", schema=database.schema)
+    assert await table_names(engine) == {*TABLES - PUSH_TABLES, "alembic_version"}
+    assert await row_count(engine, "webhook_deliveries") == 1  # the callback URL's
+    await upgrade(database.url, schema=database.schema)
+    async with engine.connect() as conn:
+        assert await conn.run_sync(schema_differences) == []
