@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     teams_client_secret: SecretStr | None = Field(None, alias="TEAMS_CLIENT_SECRET")
     teams_tenant_id: str | None = Field(None, alias="TEAMS_TENANT_ID")
     teams_allow_unauthenticated: bool = Field(False, alias="HITL_TEAMS_ALLOW_UNAUTHENTICATED")
+    # Seconds between two pieces of a reply streamed in a Teams personal chat (Teams takes
+    # about one a second; tests go faster against the fake Bot Connector).
+    teams_stream_interval: float = Field(1.0, alias="HITL_TEAMS_STREAM_INTERVAL", ge=0, le=10)
     # The doors (the HTTP API, MCP): how long a request made there lasts unless it says.
     door_timeout_seconds: float = Field(3600.0, alias="HITL_DOOR_TIMEOUT_SECONDS", gt=0)
     # Webhooks to loopback and private addresses: for local set-ups and tests only.

@@ -23,6 +23,7 @@ FILES = (
     "slack/blockkit-message.schema.json",
     "slack/blockkit-modal.schema.json",
     "teams/adaptive-card-1.5.schema.json",
+    "teams/bot-connector.swagger.json",
 )
 
 

@@ -21,6 +21,7 @@ PURE_MODULES = [
     "adapters/teams/inputs.py",
     "adapters/teams/text.py",
     "adapters/teams/actions.py",
+    "adapters/teams/stop_card.py",
     "adapters/console/render.py",
     "adapters/admin/charts.py",
     "adapters/admin/export.py",

@@ -39,6 +39,7 @@ from adapters.teams.conversations import COMMAND, TeamsConversations
 from adapters.teams.http_adapter import AiohttpAdapter, close_app, connector_client, new_app
 from adapters.teams.invokes import Invokes
 from adapters.teams.metered import CallRecorder, CountedConnectorCalls
+from adapters.teams.stop_card import stop_clicked
 from adapters.teams.surface import People, TeamsSurface
 from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
@@ -127,7 +128,8 @@ class TeamsAdapter:
         )  # fmt: skip
         self.conversations = TeamsConversations(
             channel=channel, surface=self.surface, store=store, people=self.people,
-            commands=commands, deciders=self.router.deciders,
+            commands=commands, deciders=self.router.deciders, router=self.router,
+            stream_interval=config.stream_interval,
         )  # fmt: skip
         self.invokes = Invokes(surface=self.surface, router=self.router, people=self.people)
 
@@ -146,10 +148,17 @@ class TeamsAdapter:
     async def _on_activity(self, activity: dict[str, Any]) -> InvokeResponse[Any]:
         kind = activity.get("type")
         if kind == "invoke" and activity.get("name") == CARD_ACTION:
-            return InvokeResponse[Any](status=200, body=await self.invokes.on_action(activity))
+            return InvokeResponse[Any](status=200, body=await self._card_action(activity))
         if kind == "message":
             self._later(self.conversations.on_message(activity))
         return InvokeResponse[Any](status=200)
+
+    async def _card_action(self, activity: dict[str, Any]) -> dict[str, Any]:
+        """A click on a running turn's Stop, or on a request's card."""
+        room_id = stop_clicked(activity.get("value"))
+        if room_id is not None:
+            return await self.conversations.on_stop_click(activity, room_id)
+        return await self.invokes.on_action(activity)
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` after the HTTP response: a turn's first step (a store write) would

@@ -28,6 +28,7 @@ class TeamsConfig:
     client_id: str | None = None
     client_secret: str | None = None
     tenant_id: str | None = None
+    stream_interval: float = 1.0  # seconds between two pieces of a streamed reply
 
     @property
     def authenticated(self) -> bool:
@@ -50,9 +51,9 @@ def teams_config(settings: Settings) -> TeamsConfig | None:
             raise ConfigurationError(f"Teams needs {' and '.join(missing)} to be set")
         if settings.teams_allow_unauthenticated:
             log.warning("Teams credentials are set: HITL_TEAMS_ALLOW_UNAUTHENTICATED is ignored")
-        return TeamsConfig(client_id, secret, tenant_id)
+        return TeamsConfig(client_id, secret, tenant_id, settings.teams_stream_interval)
     if settings.teams_allow_unauthenticated:
         if os.environ.get(SDK_CLIENT_ID):
             raise ConfigurationError(SDK_CREDENTIALS_FOUND)
-        return TeamsConfig()
+        return TeamsConfig(stream_interval=settings.teams_stream_interval)
     return None

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
-from microsoft_teams.api import ApiClient
+from microsoft_teams.api import ActivityParams, ApiClient, TypingActivityInput
 from microsoft_teams.api.activities.message import MessageActivityInput
 from microsoft_teams.api.models.attachment import Attachment
 
@@ -31,7 +31,13 @@ MAX_RETRY_AFTER = 10.0  # seconds: wait no longer than this for a 429's Retry-Af
 
 
 class ConnectorError(Exception):
-    """A Bot Connector call that failed for good (after the retries); `str(err)` says why."""
+    """A Bot Connector call that failed for good (after the retries); `str(err)` says why.
+    `refusal` is the Bot Connector's own error message when it answered one (Teams tells a
+    stream stopped by its user from one refused otherwise only by it)."""
+
+    def __init__(self, said: str, refusal: str = "") -> None:
+        super().__init__(said)
+        self.refusal = refusal
 
 
 async def call_connector(
@@ -62,7 +68,8 @@ async def call_connector_or_fail(
             if (status != 429 and status < 500) or attempt == attempts - 1:
                 log.error("Bot Connector %s failed: HTTP %d %s", what, status, err.response.text)
                 raise ConnectorError(
-                    f"Bot Connector {what} failed: {_said(err.response)}"
+                    f"Bot Connector {what} failed: {_said(err.response)}",
+                    _error_message(err.response),
                 ) from None
             retry_after = _retry_after(err.response) if status == 429 else None
             if retry_after is not None:
@@ -89,6 +96,17 @@ def _said(response: httpx.Response) -> str:
     code = error.get("code") if isinstance(error, dict) else None
     status = f"HTTP {response.status_code}"
     return f"{status} {code}" if isinstance(code, str) and code else status
+
+
+def _error_message(response: httpx.Response) -> str:
+    """The `error.message` of a Bot Connector refusal, "" if its body has none."""
+    try:
+        body = response.json()
+    except Exception:  # not JSON, or a streamed body never read
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -121,7 +139,7 @@ class Connector:
         return client
 
     async def send(
-        self, service_url: str, conversation_id: str, activity: MessageActivityInput
+        self, service_url: str, conversation_id: str, activity: ActivityParams
     ) -> str | None:
         """POST /v3/conversations/{id}/activities; the new activity's id, or None."""
         try:
@@ -130,9 +148,10 @@ class Connector:
             return None
 
     async def send_or_fail(
-        self, service_url: str, conversation_id: str, activity: MessageActivityInput
+        self, service_url: str, conversation_id: str, activity: ActivityParams
     ) -> str:
-        """`send`, raising ConnectorError saying why when it failed for good."""
+        """`send`, raising ConnectorError saying why when it failed for good (any activity: a
+        message, a typing indicator, a piece of a streamed message)."""
         conversations = self.client(service_url).conversations
         sent = await call_connector_or_fail(
             lambda: conversations.create_activity(conversation_id, activity),
@@ -162,6 +181,11 @@ def card_activity(card: Mapping[str, Any]) -> MessageActivityInput:
     return MessageActivityInput(
         attachments=[Attachment(content_type=CARD_CONTENT_TYPE, content=dict(card))]
     )
+
+
+def typing_activity() -> TypingActivityInput:
+    """The typing indicator: Teams shows it for a few seconds, or until the next message."""
+    return TypingActivityInput()
 
 
 def text_activity(text: str) -> MessageActivityInput:

@@ -10,6 +10,9 @@ delivery run, on whichever worker it lands.
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from microsoft_teams.api.activities.message import MessageActivity
@@ -17,22 +20,41 @@ from microsoft_teams.api.activities.utils.strip_mentions_text import StripMentio
 from pydantic import ValidationError
 
 from adapters.teams.cards import SURFACE
-from adapters.teams.surface import PREFIX, THREAD_MARK, People, TeamsRoom, TeamsSurface
-from adapters.teams.text import PlainTextFormatter
+from adapters.teams.invokes import card_response, message_response, sender_of
+from adapters.teams.live_run import STREAM_INTERVAL, TeamsLiveRun
+from adapters.teams.stop_card import stop_card
+from adapters.teams.surface import (
+    PREFIX,
+    THREAD_MARK,
+    People,
+    TeamsRoom,
+    TeamsSurface,
+    base_conversation_id,
+    parse_room,
+)
+from adapters.teams.text import PlainTextFormatter, clean
 from bot import AIChannel
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, Turns
+from bot.bridge.turns import Post, StopResult, Turns, Watches
 from bot.commands import Commands, Place
 from bot.policies.deciders import Deciders
 from bot.policies.drivers import refused_turn
 from bot.records import StoreUnavailableError
+from bot.requests.router import Router
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "channel"
 PERSONAL = "personal"
 COMMAND = "hitl"  # "@bridge hitl grants": the commands of bot/commands/
+STOP = "stop"  # "@bridge hitl stop": the turn running in this conversation (not bot/commands/:
+# a turn is the conversations' own)
+NOTHING_RUNNING = "Nothing is running here."
+STOPPING = "Stopping: it stops within a few seconds."  # another worker runs it (ASKED)
+UNSTREAMED_SECONDS = 600.0  # a chat where Teams refused a stream is not streamed in so long
+UNSTREAMED_KEPT = 10_000  # such chats remembered at most
+NOT_YOURS = "Only the person who asked, an approver of its requests or an admin can stop this."
 
 
 def room_of(message: MessageActivity) -> TeamsRoom:
@@ -82,15 +104,22 @@ class TeamsConversations:
         people: People,
         commands: Commands,
         deciders: Deciders,
+        router: Router | None = None,
+        stream_interval: float = STREAM_INTERVAL,
     ) -> None:
-        """`deciders` say who may drive the agent where (a policy file's `drivers`)."""
+        """`deciders` say who may drive the agent where (a policy file's `drivers`); `router`
+        who may stop a turn (its approvers, admins); `stream_interval` the seconds between
+        two pieces of a streamed reply (live_run.py)."""
         self.channel = channel
         self.deciders = deciders
         self.surface = surface
         self.store = store
         self.people = people
         self.commands = commands
-        self._turns = Turns(channel)
+        self.stream_interval = stream_interval
+        self._unstreamed: OrderedDict[str, float] = OrderedDict()  # conversation -> until
+        self._turns = Turns(channel, router)
+        surface.watchers.append(self._turns.request_changed)
 
     async def on_message(self, activity: dict[str, Any]) -> None:
         """Handle one delivery of a message activity (after the HTTP response)."""
@@ -115,11 +144,13 @@ class TeamsConversations:
         self.people.learn(user, message.from_.id, message.from_.name)
         text = text_of(message)
         word, _, rest = text.partition(" ")
-        if word.lower() in (COMMAND, f"/{COMMAND}"):
-            private = message.conversation.conversation_type == PERSONAL
-            await self._command(room, user, rest, private, message.from_.id)
+        personal = message.conversation.conversation_type == PERSONAL
+        if word.lower() in (COMMAND, f"/{COMMAND}") and rest.strip().lower() == STOP:
+            await self._stop_command(room, user, message.from_.name)
+        elif word.lower() in (COMMAND, f"/{COMMAND}"):
+            await self._command(room, user, rest, personal, message.from_.id)
         else:
-            await self._start_turn(room, user, message.from_.id, text)
+            await self._start_turn(room, user, message.from_.id, text, personal)
 
     async def _command(
         self, room: TeamsRoom, user: str, text: str, private: bool, channel_id: str
@@ -141,7 +172,9 @@ class TeamsConversations:
         said = "\n".join(line.render(fmt) for line in lines)
         await self.surface.post_text(room, said or "The bridge cannot read its records now.")
 
-    async def _start_turn(self, room: TeamsRoom, user: str, user_id: str, text: str) -> None:
+    async def _start_turn(
+        self, room: TeamsRoom, user: str, user_id: str, text: str, personal: bool
+    ) -> None:
         """A turn, if the policy's `drivers` let this person drive the agent here; else a
         short reply saying so (Teams has no message only they would see in a channel), the
         refusal audited by the core."""
@@ -152,7 +185,60 @@ class TeamsConversations:
         if refused is not None:
             await self.surface.post_text(room, refused.render(PlainTextFormatter(self.people.name)))
             return
-        self._turns.start(room.room_id, user, text, self._poster(room))
+        shown_as = clean(self.people.name(user) or "")
+
+        async def stopped_in_teams() -> StopResult:  # Teams' own stop, in a personal chat
+            return await self._turns.stop(room.room_id, user, shown_as=shown_as)
+
+        live = TeamsLiveRun(
+            self.surface, room, streams=personal and self._streams_in(room),
+            name_of=self.people.name, interval=self.stream_interval, stop=stopped_in_teams,
+            refused=self._refused_stream(room),
+        )  # fmt: skip
+        self._turns.start(room.room_id, user, text, live.post, Watches(live))
+
+    def _streams_in(self, room: TeamsRoom) -> bool:
+        """Whether a personal chat's replies are streamed: not for a while after Teams refused
+        (streaming turned off for the bot or the tenant), so each turn does not ask again."""
+        until = self._unstreamed.get(room.conversation_id)
+        if until is not None and until <= time.monotonic():
+            del self._unstreamed[room.conversation_id]
+            until = None
+        return until is None
+
+    def _refused_stream(self, room: TeamsRoom) -> Callable[[], None]:
+        def refused() -> None:
+            self._unstreamed[room.conversation_id] = time.monotonic() + UNSTREAMED_SECONDS
+            self._unstreamed.move_to_end(room.conversation_id)
+            while len(self._unstreamed) > UNSTREAMED_KEPT:
+                self._unstreamed.popitem(last=False)
+
+        return refused
+
+    # -- Stop: typed, or clicked on a turn's Stop card (live_run.py)
+
+    async def _stop_command(self, room: TeamsRoom, user: str, name: str | None) -> None:
+        """`@bridge hitl stop`: the turn's last message says who stopped it; a refusal is
+        said in the conversation (Teams has no reply only they would see)."""
+        result = await self._turns.stop(room.room_id, user, shown_as=clean(name or ""))
+        if result is not StopResult.STOPPED:  # its end says who stopped it
+            await self.surface.post_text(room, _said(result))
+
+    async def on_stop_click(self, activity: Mapping[str, Any], room_id: str) -> dict[str, Any]:
+        """The invoke response to a click on Stop: the card as it now stands for them, or a
+        line only they see when they may not stop the turn."""
+        user, teams_user_id, name = sender_of(activity)
+        conversation = activity.get("conversation") or {}
+        room = parse_room(room_id)
+        here = base_conversation_id(str(conversation.get("id") or ""))
+        if not user or room is None or room.base_id != here:
+            return message_response(NOTHING_RUNNING)  # a card of another conversation
+        self.people.learn(user, teams_user_id, name)
+        shown_as = clean(name or "")
+        result = await self._turns.stop(room_id, user, shown_as=shown_as)
+        if result is StopResult.STOPPED:
+            return card_response(stop_card(room_id, f"Stopped by {shown_as or user}.", live=False))
+        return message_response(_said(result))
 
     def _poster(self, room: TeamsRoom) -> Post:
         async def post(reply: str) -> None:
@@ -162,3 +248,10 @@ class TeamsConversations:
 
     async def close(self) -> None:
         await self._turns.close()
+
+
+def _said(result: StopResult) -> str:
+    """What a stop that did not stop the turn here says."""
+    if result is StopResult.ASKED:
+        return STOPPING
+    return NOTHING_RUNNING if result is StopResult.NOT_RUNNING else NOT_YOURS

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,17 +91,24 @@ class Person:
     name: str | None
 
 
-class People:
-    """Who we have heard from, by AAD object id (the id the core's actors and answers use)."""
+MAX_PEOPLE = 20_000  # people remembered at most: past this, who was heard from last is kept
 
-    def __init__(self) -> None:
-        self._people: dict[str, Person] = {}
+
+class People:
+    """Who we have heard from, by AAD object id (the id the core's actors and answers use):
+    their latest name with every activity they send (and the roster's, refresh.py)."""
+
+    def __init__(self, most: int = MAX_PEOPLE) -> None:
+        self._people: OrderedDict[str, Person] = OrderedDict()
+        self._most = most
 
     def learn(self, aad_object_id: str, user_id: str, name: str | None) -> None:
-        known = self._people.get(aad_object_id)
+        known = self._people.pop(aad_object_id, None)
         if known is not None:
             user_id, name = user_id or known.user_id, name or known.name
         self._people[aad_object_id] = Person(aad_object_id, user_id, name)
+        while len(self._people) > self._most:
+            self._people.popitem(last=False)
 
     def name(self, aad_object_id: str | None) -> str | None:
         person = self._people.get(aad_object_id) if aad_object_id else None
@@ -181,6 +189,9 @@ class TeamsSurface:
         # Approvers and admins (AAD object ids, or Teams user ids): they get the live card too.
         self.deciders = tuple(sorted(set(deciders)))
         self.refresh = RefreshList(people, self.deciders, connector.client, directory)
+        # Told every change of a request in a Teams room, once its card shows it (the running
+        # turn's live view: conversations.py).
+        self.watchers: list[Callable[[RequestUpdate], None]] = []
         self._service_urls: dict[str, str] = {}  # base conversation id -> serviceUrl
         self._trail: MessageTrail[TeamsRoom, CardRef] = MessageTrail(
             self, SURFACE, store.get_request
@@ -263,6 +274,8 @@ class TeamsSurface:
         room = parse_room(update.room_id)
         if room is not None:
             await self._trail.show(update, room)
+            for watcher in self.watchers:
+                watcher(update)
 
     # -- the core's Messages (bot/requests/trail.py): post, edit, keep, stored
 

@@ -17,7 +17,28 @@ Every call is recorded (method, path, body, headers); every version of every act
 `token` makes it require `Authorization: Bearer <token>` (401 otherwise). Adaptive Cards
 attached to activities are checked by `card_errors` (structure that code must keep, and, when
 `HITL_TEAMS_SCHEMA_DIR` names a folder with `adaptive-card-1.5.schema.json`, the schema): a
-card that fails is answered 400, so a test sees it.
+card that fails is answered 400, so a test sees it. Given the Bot Connector's Swagger document
+(`swagger`), every activity sent is checked against its `Activity` (known fields, activity
+types and text formats).
+
+Typing indicators and streamed messages are Teams' (its streaming messages: personal chats
+only; a conversation id starting `a:` is a personal chat, as Teams' are):
+
+- a `typing` activity without a `streaminfo` entity is a typing indicator (`typing`);
+- a `typing` activity with one is a piece of a stream: the first has streamType
+  `informative` or `streaming`, streamSequence 1 and no streamId, and its answer's id is the
+  stream's id; each next one carries that streamId and a higher streamSequence, `informative`
+  only while no `streaming` piece was sent, `streaming` with text; a `message` with streamType
+  `final` and the streamId ends it, and becomes the conversation's message with that id;
+- `cancel_stream` plays the user pressing Teams' stop button: the stream's next piece is
+  answered 403 `ContentStreamNotAllowed`, "Content stream was cancelled by user.";
+- outside a personal chat, 403 `ContentStreamNotAllowed`; a piece of a stream already ended,
+  403 too; pieces closer together than `stream_interval` seconds, 429; a stream older than
+  `stream_seconds`, 403 (Teams cuts streams at two minutes).
+
+`streams(conversation_id)` gives each stream's pieces in order; `refused` every call the
+fake answered with an error of its own (not `fail_next`'s): a test that expects none asserts
+it stays empty, so a call the real service would refuse fails the test.
 
     async with FakeBotConnector() as connector:
         activity = {"serviceUrl": connector.service_url, ...}
@@ -34,14 +55,17 @@ import os
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from aiohttp import web
 
-__all__ = ["CARD_CONTENT_TYPE", "Call", "FakeBotConnector", "card_errors", "cards_of"]
+__all__ = [
+    "CARD_CONTENT_TYPE", "Call", "FakeBotConnector", "Stream", "activity_errors", "card_errors",
+    "cards_of",
+]  # fmt: skip
 
 JSON = dict[str, Any]
 _T = TypeVar("_T")
@@ -67,6 +91,27 @@ class Call:
     @property
     def authorization(self) -> str | None:
         return self.headers.get("Authorization")
+
+
+@dataclass
+class Stream:
+    """One streamed message: its pieces as sent (the final message last), when each arrived
+    (`time.monotonic()`), and when it began."""
+
+    id: str
+    conversation_id: str
+    pieces: list[JSON]
+    started: float
+    last: float
+    final: JSON | None = None
+    cancelled: bool = False
+    arrived: list[float] = field(default_factory=list)
+
+    def of_type(self, stream_type: str) -> list[JSON]:
+        return [p for p in self.pieces if _stream_info(p).get("streamType") == stream_type]
+
+    def texts(self, stream_type: str = "streaming") -> list[str]:
+        return [str(p.get("text") or "") for p in self.of_type(stream_type)]
 
 
 @dataclass
@@ -131,6 +176,36 @@ def card_errors(card: Any) -> list[str]:
     return errors + _schema_errors(card)
 
 
+@functools.cache
+def _swagger(path: str) -> JSON:
+    document: JSON = json.loads(Path(path).read_text())
+    return document
+
+
+def activity_errors(activity: Mapping[str, Any], swagger: Path) -> list[str]:
+    """What the Bot Connector's Swagger document says is wrong with an activity sent."""
+    definitions = _swagger(str(swagger))["definitions"]
+    known = set(definitions["Activity"]["properties"])
+    errors = [f"unknown activity field {name!r}" for name in activity if name not in known]
+    if activity.get("type") not in definitions["ActivityTypes"]["enum"]:
+        errors.append(f"unknown activity type {activity.get('type')!r}")
+    text_format = activity.get("textFormat")
+    if text_format is not None and text_format not in definitions["TextFormatTypes"]["enum"]:
+        errors.append(f"unknown textFormat {text_format!r}")
+    for entity in activity.get("entities") or []:
+        if not isinstance(entity, dict) or not isinstance(entity.get("type"), str):
+            errors.append(f"an entity without a type: {entity!r}")
+    return errors
+
+
+def _stream_info(activity: Mapping[str, Any]) -> JSON:
+    """The activity's `streaminfo` entity, {} when it has none."""
+    for entity in activity.get("entities") or []:
+        if isinstance(entity, dict) and entity.get("type") == "streaminfo":
+            return entity
+    return {}
+
+
 def cards_of(activity: Mapping[str, Any]) -> list[JSON]:
     """The Adaptive Cards attached to an activity."""
     return [
@@ -146,9 +221,22 @@ def cards_of(activity: Mapping[str, Any]) -> list[JSON]:
 class FakeBotConnector:
     """Fake Bot Connector on 127.0.0.1; an async context manager. See the module docstring."""
 
-    def __init__(self, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        swagger: Path | None = None,
+        stream_interval: float = 0.0,
+        stream_seconds: float = 120.0,
+    ) -> None:
         self.token = token
+        self.swagger = swagger
+        self.stream_interval = stream_interval
+        self.stream_seconds = stream_seconds
         self.calls: list[Call] = []
+        self.refused: list[str] = []  # "<status> <code>: <message>" of each refusal of ours
+        self.typing: list[str] = []  # the conversations typing indicators were sent to
+        self._streams: dict[str, Stream] = {}
         self._activities: defaultdict[str, dict[str, JSON]] = defaultdict(dict)
         self._versions: defaultdict[tuple[str, str], list[JSON]] = defaultdict(list)
         self._faults: defaultdict[str, deque[_Fault]] = defaultdict(deque)
@@ -224,6 +312,15 @@ class FakeBotConnector:
     def versions(self, conversation_id: str, activity_id: str) -> list[JSON]:
         """Every version of an activity: as posted, then after each update."""
         return copy.deepcopy(self._versions[conversation_id, activity_id])
+
+    def cancel_stream(self, stream_id: str) -> None:
+        """The user stops a stream with Teams' stop button (see the module's docstring)."""
+        self._streams[stream_id].cancelled = True
+
+    def streams(self, conversation_id: str) -> list[Stream]:
+        """The streamed messages of a conversation, oldest first."""
+        found = [s for s in self._streams.values() if s.conversation_id == conversation_id]
+        return copy.deepcopy(found)
 
     def calls_to(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method.upper()]
@@ -308,10 +405,14 @@ class FakeBotConnector:
         ):
             return _error(401, "Unauthorized", "missing or wrong bearer token")
         if not isinstance(body, dict) or not body.get("type"):
-            return _error(400, "BadArgument", "the body must be an activity with a type")
+            return self._refuse(400, "BadArgument", "the body must be an activity with a type")
         problems = [p for card in cards_of(body) for p in card_errors(card)]
+        if self.swagger is not None:
+            problems += activity_errors(body, self.swagger)
         if problems:
-            return _error(400, "BadArgument", "; ".join(problems))
+            return self._refuse(400, "BadArgument", "; ".join(problems))
+        if create and (body["type"] == "typing" or _stream_info(body)):
+            return self._streamed(conversation_id, body)
         if create:
             stored = {**body, "id": self.new_id()}
             if activity_id is not None:
@@ -320,13 +421,102 @@ class FakeBotConnector:
             return web.json_response({"id": stored["id"]}, status=201)
         assert activity_id is not None
         if activity_id not in self._activities[conversation_id]:
-            return _error(404, "ActivityNotFoundInConversation", "no such activity")
+            return self._refuse(404, "ActivityNotFoundInConversation", "no such activity")
         self._store(conversation_id, {**body, "id": activity_id})
         return web.json_response({"id": activity_id})
+
+    # -- typing and streaming (see the module's docstring)
+
+    def _refuse(self, status: int, code: str, message: str) -> web.Response:
+        self.refused.append(f"{status} {code}: {message}")
+        return _error(status, code, message)
+
+    def _streamed(self, conversation_id: str, body: JSON) -> web.Response:
+        info = _stream_info(body)
+        if not info:
+            self.typing.append(conversation_id)
+            return web.json_response({})
+        if not conversation_id.startswith("a:"):
+            return self._refuse(403, "ContentStreamNotAllowed", "Content stream is not allowed")
+        problem = _piece_problem(body, info)
+        if problem:
+            return self._refuse(400, "BadArgument", problem)
+        stream_id = info.get("streamId")
+        if stream_id is None:
+            return self._first_piece(conversation_id, body, info)
+        stream = self._streams.get(str(stream_id))
+        if stream is None or stream.conversation_id != conversation_id:
+            return self._refuse(400, "BadArgument", f"no stream {stream_id!r} here")
+        return self._next_piece(stream, body, info)
+
+    def _first_piece(self, conversation_id: str, body: JSON, info: JSON) -> web.Response:
+        if info.get("streamSequence") != 1 or info.get("streamType") == "final":
+            return self._refuse(400, "BadArgument", "a stream begins with streamSequence 1")
+        now = time.monotonic()
+        stream = Stream(
+            self.new_id(), conversation_id, [copy.deepcopy(body)], now, now, arrived=[now]
+        )
+        self._streams[stream.id] = stream
+        return web.json_response({"id": stream.id}, status=201)
+
+    def _next_piece(self, stream: Stream, body: JSON, info: JSON) -> web.Response:
+        now = time.monotonic()
+        if stream.cancelled:
+            return _error(403, "ContentStreamNotAllowed", "Content stream was cancelled by user.")
+        if stream.final is not None:
+            return self._refuse(403, "ContentStreamNotAllowed", "the stream has ended")
+        if now - stream.started > self.stream_seconds:
+            return self._refuse(403, "ContentStreamNotAllowed", "exceeded streaming time")
+        if now - stream.last < self.stream_interval:
+            return self._refuse(429, "Throttled", "stream updates too close together")
+        problem = _order_problem(stream, info)
+        if problem:
+            return self._refuse(400, "BadArgument", problem)
+        stream.pieces.append(copy.deepcopy(body))
+        stream.arrived.append(now)
+        stream.last = now
+        if info.get("streamType") == "final":
+            stream.final = {**copy.deepcopy(body), "id": stream.id}
+            self._store(stream.conversation_id, stream.final)
+        return web.json_response({"id": stream.id}, status=201)
 
     def _store(self, conversation_id: str, activity: JSON) -> None:
         self._activities[conversation_id][activity["id"]] = activity
         self._versions[conversation_id, activity["id"]].append(copy.deepcopy(activity))
+
+
+def _piece_problem(body: JSON, info: JSON) -> str:
+    """What is wrong with one piece of a stream on its own ("" if nothing)."""
+    kind, stream_type = body.get("type"), info.get("streamType")
+    if kind == "typing" and stream_type not in ("informative", "streaming"):
+        return f"a typing piece's streamType must be informative or streaming: {stream_type!r}"
+    if kind == "message" and stream_type != "final":
+        return f"a message in a stream must be its final one: {stream_type!r}"
+    if kind not in ("typing", "message"):
+        return f"a {kind} activity cannot be part of a stream"
+    if stream_type == "final" and not (body.get("text") or body.get("attachments")):
+        return "the final message has no text"
+    if stream_type == "streaming" and not body.get("text"):
+        return "a streaming piece has no text"
+    if kind == "typing" and body.get("attachments"):
+        return "a streaming piece cannot carry attachments"
+    channel = body.get("channelData") or {}
+    if channel.get("streamType", stream_type) != stream_type:
+        return "channelData and the streaminfo entity disagree"
+    return ""
+
+
+def _order_problem(stream: Stream, info: JSON) -> str:
+    """What is wrong with a piece after the ones already sent ("" if nothing)."""
+    if info.get("streamType") == "final":
+        return ""
+    sequence = info.get("streamSequence")
+    previous = _stream_info(stream.pieces[-1]).get("streamSequence")
+    if not isinstance(sequence, int) or not isinstance(previous, int) or sequence <= previous:
+        return f"streamSequence {sequence!r} does not follow {previous!r}"
+    if info.get("streamType") == "informative" and stream.of_type("streaming"):
+        return "an informative update after the streaming began"
+    return ""
 
 
 def _error(

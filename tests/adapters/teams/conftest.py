@@ -26,11 +26,12 @@ import pytest
 
 from adapters.serve import Server
 from adapters.settings import Settings
+from adapters.teams.stop_card import TURN_LINE
 from bot.records import RequestRecord
 from bot.store import SqlStore, upgrade
-from tests.conformance import VENDORED
+from tests.conformance import VENDORED, conformance_file
 from tests.fakes.anthropic_api import FakeAnthropic, RecordedRequest
-from tests.fakes.bot_connector import FakeBotConnector, card_errors, cards_of
+from tests.fakes.bot_connector import Call, FakeBotConnector, card_errors, cards_of
 
 MODEL = "claude-sonnet-4-6"  # not deprecated: the SDK would warn (an error here) otherwise
 WAIT = 5.0  # upper bound for anything a test awaits; only a broken test ever reaches it
@@ -202,6 +203,22 @@ def request_id_of(card: Mapping[str, Any]) -> str:
     return str(executes(card)[0]["data"]["request_id"])
 
 
+def is_stop_card(card: Mapping[str, Any]) -> bool:
+    """A running turn's Stop card (adapters/teams/stop_card.py), not a request's."""
+    return any(n.get("id") == TURN_LINE for n in _walk(card.get("body")))
+
+
+def is_live_run(call: Call) -> bool:
+    """A call that shows a turn live (live_run.py): a typing indicator, a streamed message's
+    typing pieces (its final message is a reply), the Stop card."""
+    return call.body.get("type") == "typing" or any(map(is_stop_card, cards_of(call.body)))
+
+
+def message_calls(connector: FakeBotConnector) -> list[Call]:
+    """The calls that post or update replies and request cards (not `is_live_run`)."""
+    return [call for call in connector.calls if not is_live_run(call)]
+
+
 def text_of(card: Mapping[str, Any]) -> str:
     return json.dumps(card, ensure_ascii=False)
 
@@ -240,7 +257,9 @@ class Chat:
         return self.env.connector.activities(self.conversation_id)
 
     def card_activities(self) -> list[JSON]:
-        return [a for a in self.bot_activities() if cards_of(a)]
+        """The request cards (not a turn's Stop card)."""
+        found = [(a, cards_of(a)) for a in self.bot_activities()]
+        return [a for a, cards in found if cards and not any(map(is_stop_card, cards))]
 
     def texts(self) -> list[str]:
         """The bot's plain replies."""
@@ -396,8 +415,14 @@ async def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
     monkeypatch.setenv("HITL_TEAMS_SCHEMA_DIR", str(SCHEMAS))
     async with AsyncExitStack() as stack:
 
-        async def start(**overrides: Any) -> Env:
-            connector = await stack.enter_async_context(FakeBotConnector())
+        async def start(
+            connector_options: Mapping[str, Any] | None = None, **overrides: Any
+        ) -> Env:
+            """`connector_options`: FakeBotConnector's (its stream rules)."""
+            swagger = conformance_file("teams/bot-connector.swagger.json")
+            connector = await stack.enter_async_context(
+                FakeBotConnector(swagger=swagger, **(connector_options or {}))
+            )
             model = await stack.enter_async_context(FakeAnthropic())
             http = await stack.enter_async_context(aiohttp.ClientSession())
             url = f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}"
@@ -412,6 +437,7 @@ async def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
                 "ANTHROPIC_BASE_URL": model.base_url,
                 "HITL_MODEL": MODEL,
                 "HITL_TIMEOUT_SECONDS": 30,
+                "HITL_TEAMS_STREAM_INTERVAL": 0,  # the fake takes pieces at any pace
                 **overrides,
             }
             settings = Settings(_env_file=None, **values)

@@ -58,6 +58,7 @@ from tests.adapters.teams.conftest import (
     invoke_activity,
     is_live,
     message_activity,
+    message_calls,
     request_id_of,
     text_of,
     verbs,
@@ -201,7 +202,8 @@ async def test_each_tool_round_trip(
     assert record.message_refs["teams"]["activity_id"] == activity_id
     # Posted once, updated in place: preparing -> executing -> answered.
     assert len(chat.versions(activity_id)) == 3
-    assert sorted(c.method for c in env.connector.calls) == ["POST", "POST", "PUT", "PUT"]
+    # The reply's POST is its streamed message's final one (typing and Stop left out).
+    assert sorted(c.method for c in message_calls(env.connector)) == ["POST", "POST", "PUT", "PUT"]
 
 
 async def test_a_danger_confirmation_asks_again_and_is_destructive(env: Env) -> None:
@@ -410,7 +412,8 @@ async def test_the_agents_text_is_sent_as_plain_text(env: Env) -> None:
     (sent,) = chat.bot_activities()
     assert sent["textFormat"] == "plain"
     assert sent["text"] == "See [this](https://evil.example) <at>everyone</at>"
-    assert "entities" not in sent  # no mention can ping anyone
+    # No mention can ping anyone: the only entity is the streamed message's.
+    assert [e["type"] for e in sent.get("entities", [])] == ["streaminfo"]
 
 
 # -- expiry --------------------------------------------------------------------------------------
@@ -625,8 +628,11 @@ async def test_throttled_and_failing_connector_calls_are_retried(env: Env) -> No
 
     assert_settled_reply(reply, ANSWERED_BY_ALICE)
     await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
-    statuses = [c.method for c in env.connector.calls]
-    assert statuses[:4] == ["POST", "POST", "PUT", "PUT"]  # each failure retried once
+    # Each failure retried once: the first POST (the turn's typing) and the first PUT (the
+    # card's update) are sent twice.
+    posts, puts = env.connector.calls_to("POST"), env.connector.calls_to("PUT")
+    assert posts[0].body == posts[1].body and posts[1].body != posts[2].body
+    assert puts[0].body == puts[1].body
 
 
 async def test_unauthenticated_mode_warns_and_sends_no_token(
@@ -638,7 +644,7 @@ async def test_unauthenticated_mode_warns_and_sends_no_token(
     env.model.script(reply_text("Hi!"))
     chat = await env.say("hello")
     assert await chat.reply() == "Hi!"
-    assert [c.authorization for c in env.connector.calls] == [None]
+    assert {c.authorization for c in env.connector.calls} == {None}
 
 
 async def test_a_body_that_is_not_an_activity_is_refused(env: Env) -> None:
@@ -832,6 +838,6 @@ async def test_every_card_sent_is_a_valid_adaptive_card(env: Env) -> None:
     values = {"form.name": "A", "form.age": "1", "form.email": "a@b.io"}
     await chat.invoke("hitl_submit", request_id_of(card), inputs=values)
     await finish(env, chat, activity_id, ANSWERED_BY_ALICE)
-    sent = [card for call in env.connector.calls for card in cards_of(call.body)]
+    sent = [card for call in message_calls(env.connector) for card in cards_of(call.body)]
     assert len(sent) == 3
     assert all(card_errors(card) == [] for card in sent)
