@@ -3,8 +3,10 @@ typed in its channel. The core decides who may (bot/bridge/turns.py: the turn's 
 approvers, admins), withdraws its open requests and audits the stop; the stream then closes
 with "Stopped by <@…>". Whoever may not is told so privately, in one line.
 
-A turn is stopped by the worker running it: a stop that lands on another worker is answered
-honestly instead (stopping a run across workers is not done).
+A click that lands on a worker not running the turn asks the one running it, through the run's
+row (bot/bridge/turns.py): the turn stops within a lease renewal, and the person is told so.
+`/hitl stop` finds the runs of this worker only (Slack does not say which thread it was typed
+in; the Stop button knows its turn).
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ from bot.bridge.turns import StopResult
 log = logging.getLogger(__name__)
 
 NOT_YOURS = "Only the person who started this run, its approvers or an admin can stop it."
-NOT_HERE = (
-    "That run is not going on here: it has ended, or it runs on another worker "
-    "(a stop reaches only the worker running it)."
-)
+NOT_HERE = "That run is not going on any more."
+ASKED = "Stopping: the run is on another worker of the bridge, which stops it in a few seconds."
 NONE_IN_CHANNEL = "No run of mine is going on in this channel."
 SEVERAL = "Several runs are going on in this channel: use the Stop button of the one to stop."
 STOPPED = "Stopped."
-ANSWERS = {StopResult.NOT_YOURS: NOT_YOURS, StopResult.NOT_RUNNING: NOT_HERE}
+ANSWERS = {
+    StopResult.NOT_YOURS: NOT_YOURS,
+    StopResult.NOT_RUNNING: NOT_HERE,
+    StopResult.ASKED: ASKED,
+}
 
 
 class RunStops:
