@@ -81,15 +81,16 @@ async def finished_once(
 ) -> dict[str, Any]:
     """Once the room's run has ended: the final text was posted once, the model was handed the
     result of `tool_use_id` `handed` times (1, plus requests a kill cut short), and no message
-    of the thread still has live buttons. Returns the tool_result the model read last."""
+    of the thread still has live buttons but a finished stream's Stop (answered "not going on
+    any more"). Returns the tool_result the model read last."""
     await eventually(lambda: c.finished(thread.room_id), "the room's run finished")
     assert thread.texts().count(final) == 1, thread.texts()
     results = tool_results_for(c.model, tool_use_id)
     assert len(results) == handed, [i for i, _ in results]
     index, result = results[-1]
     assert index == len(c.model.requests) - 1  # nothing asked the model after the final turn
-    for message in thread.bot_messages():
-        assert not has_actions(message), message
+    for message in thread.bot_messages():  # a streamed reply keeps its Stop button (Slack's)
+        assert thread.streamed(message) or not has_actions(message), message
     return result
 
 
@@ -464,17 +465,19 @@ async def test_pg_sigterm_leaves_the_request_pending_for_the_other_worker(
 
 async def test_sqlite_kill_while_the_final_reply_is_being_posted(sqlite: Cluster) -> None:
     """The final words are saved before they are posted: a worker that dies in between (here
-    while slack_sdk sleeps through a 429's Retry-After) must not take them with it."""
+    while Slack holds the append that streams them) must not take them with it. The worker
+    that adopts the run posts them whole; the dead worker's stream is left as Slack leaves it."""
     c = sqlite
     c.model.script(reply_tool_use("requestApproval", APPROVAL, id="toolu_f1"), reply_text(FINAL))
     first = await c.start_worker("one")
     thread = await c.mention(first, "deploy v2")
     message, record = await thread.posted()
-    c.slack.rate_limit("chat.postMessage", retry_after=60)  # the final reply's first attempt
+    final_words = c.slack.hold("chat.appendStream", lambda args: FINAL in json.dumps(args))
     await c.click(first, message, "hitl_approve")
     await thread.settled(message, ANSWERED)
-    await c.slack.wait_for(lambda: len(c.slack.calls_to("chat.postMessage")) == 2, WAIT)
+    await c.slack.wait_for(lambda: c.slack.held, WAIT)  # the final words on their way
     await c.kill(first)
+    final_words.set()  # answered to a worker that is gone
     assert thread.texts() == []
 
     await c.start_worker("two")

@@ -213,9 +213,19 @@ class Thread:
             if m.get("user") == BOT_USER_ID and m["ts"] != self.ts
         ]
 
+    def streamed(self, message: Mapping[str, Any]) -> bool:
+        """Whether a message is a streamed reply (chat.startStream), open or stopped."""
+        return self.cluster.slack.streaming(CHANNEL, message["ts"]) is not None
+
     def texts(self) -> list[str]:
-        """The bot's plain replies (no blocks) in the thread, oldest first."""
-        return [m["text"] for m in self.bot_messages() if not m.get("blocks")]
+        """The bot's replies in the thread, oldest first: plain messages (no blocks), and
+        streamed replies once their stream stopped."""
+        slack = self.cluster.slack
+        return [
+            m["text"]
+            for m in self.bot_messages()
+            if slack.streaming(CHANNEL, m["ts"]) is False or not m.get("blocks")
+        ]
 
     async def request(self, n: int = 1) -> JSON:
         """The `n`-th request message as it was while executing (from its edit history)."""
@@ -224,6 +234,8 @@ class Thread:
         def executing() -> JSON:
             found = []
             for message in self.bot_messages():
+                if self.streamed(message):  # a reply (its Stop button), not a request
+                    continue
                 live = [v for v in slack.edits(CHANNEL, message["ts"]) if has_actions(v)]
                 if live:
                     found.append(live[-1])
