@@ -146,7 +146,7 @@ class TeamsConversations:
         word, _, rest = text.partition(" ")
         personal = message.conversation.conversation_type == PERSONAL
         if word.lower() in (COMMAND, f"/{COMMAND}") and rest.strip().lower() == STOP:
-            await self._stop_command(room, user, message.from_.name)
+            await self._stop_command(room, user, message.from_.id, message.from_.name)
         elif word.lower() in (COMMAND, f"/{COMMAND}"):
             await self._command(room, user, rest, personal, message.from_.id)
         else:
@@ -188,7 +188,7 @@ class TeamsConversations:
         shown_as = clean(self.people.name(user) or "")
 
         async def stopped_in_teams() -> StopResult:  # Teams' own stop, in a personal chat
-            return await self._turns.stop(room.room_id, user, shown_as=shown_as)
+            return await self._turns.stop(room.room_id, user, shown_as, _other(user, user_id))
 
         live = TeamsLiveRun(
             self.surface, room, streams=personal and self._streams_in(room),
@@ -217,10 +217,14 @@ class TeamsConversations:
 
     # -- Stop: typed, or clicked on a turn's Stop card (live_run.py)
 
-    async def _stop_command(self, room: TeamsRoom, user: str, name: str | None) -> None:
+    async def _stop_command(
+        self, room: TeamsRoom, user: str, user_id: str, name: str | None
+    ) -> None:
         """`@bridge hitl stop`: the turn's last message says who stopped it; a refusal is
         said in the conversation (Teams has no reply only they would see)."""
-        result = await self._turns.stop(room.room_id, user, shown_as=clean(name or ""))
+        result = await self._turns.stop(
+            room.room_id, user, clean(name or ""), _other(user, user_id)
+        )
         if result is not StopResult.STOPPED:  # its end says who stopped it
             await self.surface.post_text(room, _said(result))
 
@@ -235,7 +239,7 @@ class TeamsConversations:
             return message_response(NOTHING_RUNNING)  # a card of another conversation
         self.people.learn(user, teams_user_id, name)
         shown_as = clean(name or "")
-        result = await self._turns.stop(room_id, user, shown_as=shown_as)
+        result = await self._turns.stop(room_id, user, shown_as, _other(user, teams_user_id))
         if result is StopResult.STOPPED:
             return card_response(stop_card(room_id, f"Stopped by {shown_as or user}.", live=False))
         return message_response(_said(result))
@@ -248,6 +252,12 @@ class TeamsConversations:
 
     async def close(self) -> None:
         await self._turns.close()
+
+
+def _other(user: str, teams_user_id: str | None) -> tuple[str, ...]:
+    """A person's other id (the Bot Framework's `29:` id beside the Entra one), which an
+    admin may be listed by."""
+    return (teams_user_id,) if teams_user_id and teams_user_id != user else ()
 
 
 def _said(result: StopResult) -> str:

@@ -201,14 +201,19 @@ class Turns:
         if watch is not None:
             await watch.ended(end)
 
-    async def stop(self, room_id: str, by: str, shown_as: str = "") -> StopResult:
+    async def stop(
+        self, room_id: str, by: str, shown_as: str = "", aliases: tuple[str, ...] = ()
+    ) -> StopResult:
         """`by` stops the turn running in `room_id`, if they may (see the module's docstring);
-        its open requests say "Stopped by `shown_as`" (their name as the surface writes it)."""
+        its open requests say "Stopped by `shown_as`" (their name as the surface writes it).
+        `aliases` are their other ids (a Teams user's Bot Framework id an admin may be listed
+        by)."""
         reason = f"Stopped by {shown_as or by}"
         turn = self.running(room_id)
         if turn is None:
-            return await self._stop_elsewhere(room_id, by, reason)
-        if not await self._may_stop(turn.actor_id, by, await self._open_requests(room_id)):
+            return await self._stop_elsewhere(room_id, (by, *aliases), reason)
+        open_requests = await self._open_requests(room_id)
+        if not await self._may_stop(turn.actor_id, (by, *aliases), open_requests):
             return StopResult.NOT_YOURS
         await self._stop_here(turn, by, reason)
         await self._audit(room_id, turn.actor_id, by)
@@ -225,15 +230,15 @@ class Turns:
         if not turn.ending:
             turn.task.cancel()
 
-    async def _stop_elsewhere(self, room_id: str, by: str, reason: str) -> StopResult:
+    async def _stop_elsewhere(self, room_id: str, ids: tuple[str, ...], reason: str) -> StopResult:
         """Ask the worker running the room's turn to stop it (see the module's docstring)."""
-        runs, channel_id = self.channel.runs, self.channel.channel_id
+        runs, channel_id, by = self.channel.runs, self.channel.channel_id, ids[0]
         if runs is None:
             return StopResult.NOT_RUNNING
         run = await runs.store.active_run(room_id, channel_id)
         if run is None or run.owner == runs.worker_id:  # ours but not a turn of this surface
             return StopResult.NOT_RUNNING
-        if not await self._may_stop(run.actor_id, by, await self._open_requests(room_id)):
+        if not await self._may_stop(run.actor_id, ids, await self._open_requests(room_id)):
             return StopResult.NOT_YOURS
         if not await runs.store.ask_stop(room_id, channel_id, by, reason):
             return StopResult.NOT_RUNNING  # it ended meanwhile
@@ -251,17 +256,19 @@ class Turns:
         task.add_done_callback(self._tasks.discard)
 
     async def _may_stop(
-        self, actor_id: str | None, by: str, open_requests: list[RequestRecord]
+        self, actor_id: str | None, ids: tuple[str, ...], open_requests: list[RequestRecord]
     ) -> bool:
-        if by == actor_id:
+        """The turn's person, an admin, or someone who may answer one of its open requests
+        (`ids`: the person's ids, the first as the platform authenticated them)."""
+        if actor_id in ids:
             return True
         router = self.router
         if router is None:
             return False
-        if router.policy.is_admin(by):
+        if router.policy.is_admin(ids[0], ids[1:]):
             return True
         for record in open_requests:
-            if await router.may_answer(record, by):
+            if await router.may_answer(record, ids[0], ids[1:]):
                 return True
         return False
 

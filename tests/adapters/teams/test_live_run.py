@@ -16,6 +16,7 @@ from adapters.teams import live_run
 from adapters.teams.conversations import NOT_YOURS, NOTHING_RUNNING
 from adapters.teams.stop_card import STOP_VERB
 from tests.adapters.teams.conftest import (
+    ADMIN,
     ALICE,
     BOB,
     CHANNEL,
@@ -293,3 +294,17 @@ async def test_typing_goes_on_while_a_reply_not_streamed_is_written(
     chat = await env.say("hi", conversation_id=CHANNEL)
     assert await chat.reply() == REPLY
     assert env.connector.typing.count(chat.conversation_id) >= 3
+
+
+async def test_an_admin_listed_by_their_bot_framework_id_may_stop_it(
+    start_env: StartEnv,
+) -> None:
+    """HITL_ADMINS may name a Teams admin by either id: the Stop checks both."""
+    env = await start_env(HITL_ADMINS=ADMIN.id)
+    env.model.script(reply_tool_use("requestApproval", APPROVAL), reply_text("Deployed."))
+    chat = await env.say("deploy please", conversation_id=GROUP)
+    activity_id, _ = await chat.request()
+    await stop_card_of(chat)
+
+    assert f"Stopped by {ADMIN.name}." in text_of((await click_stop(chat, ADMIN))["value"])
+    await chat.settled(activity_id, f"Stopped by {ADMIN.name}")
