@@ -23,6 +23,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.ag_ui import events
+from adapters.ag_ui.replies import StreamedReplies
 from adapters.ag_ui.threads import PREFIX, UNAVAILABLE, Item, RequestAsked, Threads, TurnEnded
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from bot import AIChannel
@@ -150,10 +151,20 @@ class AgUiDoor:
         while not thread.queue.empty():  # what a run left unread (its client went away)
             thread.queue.get_nowait()
 
-        async def on_text(said: str) -> None:
-            await self.threads.text(room, said)
+        replies = StreamedReplies(lambda event: self.threads.put(room, event))
 
-        turn = self.channel.respond(room, text, actor_id=_actor(requester), on_text=on_text)
+        async def on_text(said: str) -> None:
+            self.threads.put(room, *replies.said(said))
+
+        async def turn_streamed() -> str:
+            try:
+                return await self.channel.respond(
+                    room, text, actor_id=_actor(requester), on_text=on_text, steps=replies
+                )
+            finally:
+                replies.end()  # a turn cut mid-reply leaves no message open
+
+        turn = turn_streamed()
         with asked_through(Origin(DOOR, requester)):  # the turn's task copies it: its requests
             self.threads.start(room, turn)
         return None

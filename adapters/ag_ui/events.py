@@ -66,8 +66,8 @@ def run_error(message: str, code: str) -> RunErrorEvent:
 
 
 def text_message(text: str) -> list[BaseEvent]:
-    """The model's words: one message, its text in one piece (the agent loop hands on each
-    reply whole, before its tool calls run)."""
+    """The model's words as one message, its text in one piece: a resumed run's, or a reply
+    no piece of was streamed (adapters/ag_ui/replies.py streams the others)."""
     message_id = new_id()
     return [
         TextMessageStartEvent(message_id=message_id, role="assistant"),

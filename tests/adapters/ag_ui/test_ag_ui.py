@@ -125,7 +125,22 @@ def interrupted(events: list[Event]) -> RunFinishedInterruptOutcome:
 
 
 def texts(events: list[Event]) -> list[str]:
-    return [e.delta for e in events if isinstance(e, TextMessageContentEvent)]
+    """Each text message's words, its pieces joined (a reply streams as the model writes)."""
+    messages: dict[str, str] = {}
+    for e in events:
+        if isinstance(e, TextMessageContentEvent):
+            messages[e.message_id] = messages.get(e.message_id, "") + e.delta
+    return list(messages.values())
+
+
+def kinds(events: list[Event]) -> list[EventType]:
+    """The events' types, a run of TEXT_MESSAGE_CONTENT as one."""
+    found: list[EventType] = []
+    for e in events:
+        piece = e.type is EventType.TEXT_MESSAGE_CONTENT
+        if not (piece and found and found[-1] is EventType.TEXT_MESSAGE_CONTENT):
+            found.append(e.type)
+    return found
 
 
 def results(events: list[Event]) -> list[Any]:
@@ -143,11 +158,13 @@ def script_approval(env: Env) -> None:
 async def test_a_run_streams_the_models_text(client: Client) -> None:
     client.env.model.script(reply_text("Hello from the bridge."))
     events = await client.run("t-hello", "hi there")
-    assert [e.type for e in events] == [
+    assert kinds(events) == [
         EventType.RUN_STARTED, EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT,
         EventType.TEXT_MESSAGE_END, EventType.RUN_FINISHED,
     ]  # fmt: skip
     assert texts(events) == ["Hello from the bridge."]
+    pieces = [e for e in events if isinstance(e, TextMessageContentEvent)]
+    assert len(pieces) > 1  # as the model wrote it, not whole at the end
     assert isinstance(finished(events).outcome, RunFinishedSuccessOutcome)
     (asked,) = client.env.model.requests
     assert asked.body["messages"][-1] == {"role": "user", "content": "hi there"}
@@ -179,7 +196,7 @@ async def test_an_approval_interrupts_and_a_resolved_resume_reaches_the_model(
     door = created[0].detail
     assert (door["door"], door["requester"]) == ("ag-ui", "web-app")  # the run's door, token
 
-    assert [e.type for e in first[4:]] == [
+    assert kinds(first)[4:] == [
         EventType.STEP_STARTED, EventType.TOOL_CALL_START, EventType.TOOL_CALL_ARGS,
         EventType.TOOL_CALL_END, EventType.STEP_FINISHED, EventType.RUN_FINISHED,
     ]  # fmt: skip
