@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,49 @@ CLIENTS = 8
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def print_medians(title: str, times: Mapping[str, list[float]], reference: str) -> None:
+    """Each way's median and p99 in ms, and its ratio to `reference`'s median."""
+    floor = statistics.median(times[reference])
+    width = max(len(name) for name in times)
+    print(title)
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:<{width}} median {median:7.2f} ms   p99 {percentile(values, 0.99):7.2f} ms"
+              f"   ratio to {reference} {median / floor:.2f}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Served:
+    """`serve` running (at `base`) around the fakes, and a door token for it."""
+
+    slack: FakeSlack
+    model: FakeAnthropic
+    http: aiohttp.ClientSession
+    base: str
+    token: str
+
+
+@contextlib.asynccontextmanager
+async def served() -> AsyncIterator[Served]:
+    """`hitl-bridge serve` in a process on a fresh SQLite file, with FakeSlack (the bench's
+    channel and actor), FakeAnthropic and a door token; stopped at the end."""
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
+        await upgrade(url)
+        store = await open_store(url)
+        token, _ = await Tokens(DoorTables(store)).create("bench")
+        await store.close()
+        async with FakeSlack(users={ACTOR: "actor"}) as slack, FakeAnthropic() as model, \
+                aiohttp.ClientSession() as http:  # fmt: skip
+            slack.channels.add(CHANNEL)
+            process, base = await start_service(url, slack, model, http)
+            try:
+                yield Served(slack, model, http, base, token)
+            finally:
+                process.terminate()
+                await process.wait()
 
 
 async def posted(slack: FakeSlack, count: int) -> dict[str, Any]:
@@ -106,21 +152,8 @@ async def rate_of(count: int, call: Any) -> float:
 
 
 async def bench(rounds: int, creates: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
-        await upgrade(url)
-        store = await open_store(url)
-        token, _ = await Tokens(DoorTables(store)).create("bench")
-        await store.close()
-        async with FakeSlack(users={ACTOR: "actor"}) as slack, FakeAnthropic() as model, \
-                aiohttp.ClientSession() as http:  # fmt: skip
-            slack.channels.add(CHANNEL)
-            process, base = await start_service(url, slack, model, http)
-            try:
-                await measure(http, base, token, slack, rounds, creates)
-            finally:
-                process.terminate()
-                await process.wait()
+    async with served() as s:
+        await measure(s.http, s.base, s.token, s.slack, rounds, creates)
 
 
 async def measure(

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,13 +23,9 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 import httpx  # noqa: E402
 
-from bench.api_latency import ACTOR, APPROVAL, CHANNEL, percentile, posted  # noqa: E402
-from bench.slack_ack_latency import SECRET, start_service  # noqa: E402
-from bot.doors.tokens import Tokens  # noqa: E402
-from bot.store import open_store, upgrade  # noqa: E402
-from bot.store.doors import DoorTables  # noqa: E402
+from bench.api_latency import ACTOR, APPROVAL, CHANNEL, posted, print_medians, served  # noqa: E402
+from bench.slack_ack_latency import SECRET  # noqa: E402
 from hitl_client import HitlClient, SyncHitlClient  # noqa: E402
-from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.fakes.slack_api import FakeSlack  # noqa: E402
 from tests.fakes.slack_signing import block_actions_payload, post_signed  # noqa: E402
 
@@ -89,27 +83,10 @@ async def measure(rounds: int, base: str, token: str, person: Person) -> dict[st
 
 
 async def bench(rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
-        await upgrade(url)
-        store = await open_store(url)
-        token, _ = await Tokens(DoorTables(store)).create("bench")
-        await store.close()
-        async with FakeSlack(users={ACTOR: "actor"}) as slack, FakeAnthropic() as model, \
-                aiohttp.ClientSession() as http:  # fmt: skip
-            slack.channels.add(CHANNEL)
-            process, base = await start_service(url, slack, model, http)
-            try:
-                times = await measure(rounds, base, token, Person(slack, http, base))
-            finally:
-                process.terminate()
-                await process.wait()
-    floor = statistics.median(times["bare httpx"])
-    print(f"create → click → answer read, {rounds} rounds each, in turns:")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<15} median {median:7.2f} ms   p99 {percentile(values, 0.99):7.2f} ms"
-              f"   ratio to bare httpx {median / floor:.2f}")  # fmt: skip
+    async with served() as s:
+        times = await measure(rounds, s.base, s.token, Person(s.slack, s.http, s.base))
+    print_medians(f"create → click → answer read, {rounds} rounds each, in turns:", times,
+                  "bare httpx")  # fmt: skip
 
 
 def main() -> None:

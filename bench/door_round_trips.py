@@ -21,9 +21,7 @@ import argparse
 import asyncio
 import json
 import secrets
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -32,7 +30,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import aiohttp  # noqa: E402
 import httpx  # noqa: E402
 from a2a.client import (  # noqa: E402
     A2ACardResolver,
@@ -46,14 +43,9 @@ from a2a.client import (  # noqa: E402
 from a2a.helpers.proto_helpers import new_data_part  # noqa: E402
 from a2a.types import Message, Role, SendMessageRequest, TaskState  # noqa: E402
 
-from bench.api_latency import ACTOR, APPROVAL, CHANNEL, percentile  # noqa: E402
+from bench.api_latency import ACTOR, APPROVAL, CHANNEL, print_medians, served  # noqa: E402
 from bench.client_round_trip import Person  # noqa: E402
-from bench.slack_ack_latency import scripted_model, start_service  # noqa: E402
-from bot.doors.tokens import Tokens  # noqa: E402
-from bot.store import open_store, upgrade  # noqa: E402
-from bot.store.doors import DoorTables  # noqa: E402
-from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
-from tests.fakes.slack_api import FakeSlack  # noqa: E402
+from bench.slack_ack_latency import scripted_model  # noqa: E402
 
 TO = f"slack:{CHANNEL}/{ACTOR}"
 WARM_UP = 3
@@ -135,28 +127,10 @@ async def measure(rounds: int, base: str, token: str, person: Person) -> dict[st
 
 
 async def bench(rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
-        await upgrade(url)
-        store = await open_store(url)
-        token, _ = await Tokens(DoorTables(store)).create("bench")
-        await store.close()
-        async with FakeSlack(users={ACTOR: "actor"}) as slack, FakeAnthropic() as model, \
-                aiohttp.ClientSession() as http:  # fmt: skip
-            slack.channels.add(CHANNEL)
-            model.script(*[scripted_model] * 10_000)  # a turn: ask, then reply
-            process, base = await start_service(url, slack, model, http)
-            try:
-                times = await measure(rounds, base, token, Person(slack, http, base))
-            finally:
-                process.terminate()
-                await process.wait()
-    floor = statistics.median(times["API"])
-    print(f"one approval round trip, {rounds} rounds each, in turns:")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<6} median {median:7.2f} ms   p99 {percentile(values, 0.99):7.2f} ms"
-              f"   ratio to the API {median / floor:.2f}")  # fmt: skip
+    async with served() as s:
+        s.model.script(*[scripted_model] * 10_000)  # a turn: ask, then reply
+        times = await measure(rounds, s.base, s.token, Person(s.slack, s.http, s.base))
+    print_medians(f"one approval round trip, {rounds} rounds each, in turns:", times, "API")
 
 
 def main() -> None:

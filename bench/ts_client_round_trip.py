@@ -16,24 +16,15 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import aiohttp  # noqa: E402
 
-from bench.api_latency import ACTOR, CHANNEL, percentile  # noqa: E402
+from bench.api_latency import print_medians, served  # noqa: E402
 from bench.client_round_trip import TO, Person  # noqa: E402
-from bench.slack_ack_latency import start_service  # noqa: E402
-from bot.doors.tokens import Tokens  # noqa: E402
-from bot.store import open_store, upgrade  # noqa: E402
-from bot.store.doors import DoorTables  # noqa: E402
-from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
-from tests.fakes.slack_api import FakeSlack  # noqa: E402
 
 PACKAGE = ROOT / "clients" / "typescript"
 SCRIPT = PACKAGE / "dist" / "bench" / "round-trip.js"
@@ -60,29 +51,14 @@ async def rounds_in_node(base: str, token: str, rounds: int) -> dict[str, list[f
 async def bench(rounds: int) -> None:
     if not SCRIPT.exists():
         raise SystemExit(f"{SCRIPT.relative_to(ROOT)} is not built: run `make install-dev`")
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
-        await upgrade(url)
-        store = await open_store(url)
-        token, _ = await Tokens(DoorTables(store)).create("bench")
-        await store.close()
-        async with FakeSlack(users={ACTOR: "actor"}) as slack, FakeAnthropic() as model, \
-                aiohttp.ClientSession() as http:  # fmt: skip
-            slack.channels.add(CHANNEL)
-            process, base = await start_service(url, slack, model, http)
-            clicking = asyncio.create_task(approve_all(Person(slack, http, base)))
-            try:
-                times = await rounds_in_node(base, token, rounds)
-            finally:
-                clicking.cancel()
-                process.terminate()
-                await process.wait()
-    floor = statistics.median(times["bare fetch"])
-    print(f"create → click → answer read, in Node, {rounds} rounds each, in turns:")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<12} median {median:7.2f} ms   p99 {percentile(values, 0.99):7.2f} ms"
-              f"   ratio to bare fetch {median / floor:.2f}")  # fmt: skip
+    async with served() as s:
+        clicking = asyncio.create_task(approve_all(Person(s.slack, s.http, s.base)))
+        try:
+            times = await rounds_in_node(s.base, s.token, rounds)
+        finally:
+            clicking.cancel()
+    print_medians(f"create → click → answer read, in Node, {rounds} rounds each, in turns:",
+                  times, "bare fetch")  # fmt: skip
 
 
 def main() -> None:
