@@ -16,6 +16,7 @@ import pytest
 
 from bot.agent import AnthropicAIProvider
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
+from bot.store import SqlStore, open_store
 from tests.fakes.anthropic_api import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"  # not deprecated: the SDK warns (an error here) for 4-5
@@ -89,6 +90,16 @@ async def provider(fake: FakeAnthropic) -> AsyncIterator[AnthropicAIProvider]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}"
+
+
+@pytest.fixture
+async def sqlite_store(sqlite_url: str) -> AsyncIterator[SqlStore]:
+    """A store on a fresh SQLite file, migrated; closed at the end."""
+    opened = await open_store(sqlite_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 StartTurn = Callable[[Coroutine[Any, Any, str]], "asyncio.Task[str]"]

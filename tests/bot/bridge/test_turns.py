@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from bot.human_tools.tool import HumanInputToolHandler
 from bot.records import RequestStatus
 from bot.requests.access import AnswerPolicy
 from bot.requests.router import Router
-from bot.store import SqlStore, open_store
+from bot.store import SqlStore
 from tests.bot.conftest import watch, within
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
 
@@ -56,25 +55,16 @@ class Watched:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    opened = await open_store(f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}")
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
-@pytest.fixture
-def human(store: SqlStore) -> HumanInputToolHandler:
-    return HumanInputToolHandler.builtin(handler=HumanInputHandler(store=store))
+def human(sqlite_store: SqlStore) -> HumanInputToolHandler:
+    return HumanInputToolHandler.builtin(handler=HumanInputHandler(store=sqlite_store))
 
 
 @pytest.fixture
 async def turns(
-    store: SqlStore, human: HumanInputToolHandler, provider: AnthropicAIProvider
+    sqlite_store: SqlStore, human: HumanInputToolHandler, provider: AnthropicAIProvider
 ) -> AsyncIterator[Turns]:
     router = Router(
-        store=store,
+        store=sqlite_store,
         handler_for=lambda channel: human.handler,
         policy=AnswerPolicy(approvers=frozenset({APPROVER}), admins=frozenset({ADMIN})),
         tools=human.tools,
@@ -121,15 +111,15 @@ async def test_a_finished_turn_is_told_its_end(
 
 
 async def test_the_turns_person_stops_it_and_its_request_is_withdrawn(
-    fake: FakeAnthropic, human: HumanInputToolHandler, turns: Turns, store: SqlStore
+    fake: FakeAnthropic, human: HumanInputToolHandler, turns: Turns, sqlite_store: SqlStore
 ) -> None:
     watched, request_id = await _waiting_turn(fake, human, turns)
     assert await turns.stop(ROOM, ACTOR, "Alice Able") is StopResult.STOPPED
     assert await within(watched.end) == TurnEnd(Ending.STOPPED, ACTOR)
-    record = await store.get_request(request_id)
+    record = await sqlite_store.get_request(request_id)
     assert record is not None and record.status is RequestStatus.CANCELLED
     assert record.settled_by == ACTOR and record.reason == "Stopped by Alice Able"
-    [audit] = await store.list_audit(actor_id=ACTOR, limit=1)
+    [audit] = await sqlite_store.list_audit(actor_id=ACTOR, limit=1)
     assert (audit.action, audit.detail["room_id"]) == (TURN_STOPPED, ROOM)
     assert "finished requestApproval" in watched.steps
     assert turns.running(ROOM) is None
@@ -146,28 +136,30 @@ async def test_an_approver_or_an_admin_may_stop_it(
 
 
 async def test_a_stranger_may_not_stop_it_and_it_goes_on(
-    fake: FakeAnthropic, human: HumanInputToolHandler, turns: Turns, store: SqlStore
+    fake: FakeAnthropic, human: HumanInputToolHandler, turns: Turns, sqlite_store: SqlStore
 ) -> None:
     watched, request_id = await _waiting_turn(fake, human, turns)
     assert await turns.stop(ROOM, STRANGER) is StopResult.NOT_YOURS
     assert await turns.stop("slack:C1:2.0", ACTOR) is StopResult.NOT_RUNNING
     assert human.handler.resolve(request_id, '{"approved": true}')
     assert await within(watched.end) == TurnEnd(Ending.FINISHED)
-    assert await store.list_audit(actor_id=STRANGER) == []
+    assert await sqlite_store.list_audit(actor_id=STRANGER) == []
 
 
 async def test_a_stop_asked_on_another_worker_stops_the_turn_where_it_runs(
     fake: FakeAnthropic,
     human: HumanInputToolHandler,
-    store: SqlStore,
+    sqlite_store: SqlStore,
     provider: AnthropicAIProvider,
 ) -> None:
     """Worker B is asked to stop a turn worker A runs: B withdraws its request and writes the
     ask on the run's row; A reads it at its next lease renewal and cuts the turn."""
-    router = Router(store=store, handler_for=lambda channel: human.handler, tools=human.tools)
+    router = Router(
+        store=sqlite_store, handler_for=lambda channel: human.handler, tools=human.tools
+    )
     workers: list[Turns] = []
     for name in ("A", "B"):
-        runs = RunLeases(store, worker_id=name, lease_seconds=0.3)
+        runs = RunLeases(sqlite_store, worker_id=name, lease_seconds=0.3)
         runs.start()
         channel = AIChannel("agent", provider=provider, human_input_handler=human, runs=runs)
         workers.append(Turns(channel, router))
@@ -176,10 +168,12 @@ async def test_a_stop_asked_on_another_worker_stops_the_turn_where_it_runs(
         watched, request_id = await _waiting_turn(fake, human, a)
         assert await b.stop(ROOM, ACTOR, "Alice Able") is StopResult.ASKED
         assert await within(watched.end) == TurnEnd(Ending.STOPPED, ACTOR)
-        record = await store.get_request(request_id)
+        record = await sqlite_store.get_request(request_id)
         assert record is not None and record.reason == "Stopped by Alice Able"
         assert len(fake.requests) == 1
-        assert await store.active_run(ROOM, "agent") is None  # ended, the ask cleared with it
+        assert (
+            await sqlite_store.active_run(ROOM, "agent") is None
+        )  # ended, the ask cleared with it
         assert await b.stop(ROOM, ACTOR) is StopResult.NOT_RUNNING
     finally:
         for turns in workers:
