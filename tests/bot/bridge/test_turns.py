@@ -152,8 +152,8 @@ async def test_a_stop_asked_on_another_worker_stops_the_turn_where_it_runs(
     sqlite_store: SqlStore,
     provider: AnthropicAIProvider,
 ) -> None:
-    """Worker B is asked to stop a turn worker A runs: B withdraws its request and writes the
-    ask on the run's row; A reads it at its next lease renewal and cuts the turn."""
+    """Worker B is asked to stop a turn worker A runs: B writes the ask on the run's row; A
+    reads it at its next lease renewal, withdraws the request and cuts the turn."""
     router = Router(
         store=sqlite_store, handler_for=lambda channel: human.handler, tools=human.tools
     )
