@@ -23,6 +23,7 @@ piece in flight, so pieces go out one at a time and in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -90,6 +91,7 @@ class TeamsLiveRun:
         self._last_piece = float("-inf")  # monotonic time of the stream's last piece
         self._lock = asyncio.Lock()  # one send at a time
         self._pump: asyncio.Task[None] | None = None
+        self._woken = asyncio.Event()  # something new to show: a waiting pump looks again
         self._informed = ""  # the stream's last informative line
         self._ended = False
 
@@ -147,6 +149,8 @@ class TeamsLiveRun:
             return  # nothing to show (a reply that is not streamed waits for `post`)
         if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._pumped())
+        else:
+            self._woken.set()  # it may be waiting out the typing indicator: this may not wait
 
     async def _pumped(self) -> None:
         try:
@@ -154,8 +158,10 @@ class TeamsLiveRun:
                 wait = self._due()
                 if wait is None:
                     return
-                if wait > 0:
-                    await asyncio.sleep(wait)  # Teams' rate: what comes meanwhile goes together
+                if wait > 0:  # Teams' rate: what comes meanwhile goes together
+                    self._woken.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._woken.wait(), wait)
                     continue
                 async with self._lock:
                     if not self._ended:
