@@ -28,6 +28,7 @@ from adapters.slack.rooms import SlackRoom
 from adapters.slack.run_chunks import (
     INTERRUPTED,
     JSON,
+    SUSPENDED,
     request_chunk,
     stop_chunk,
     stopped_text,
@@ -154,11 +155,11 @@ class LiveRun:
             self._timer.cancel()
         async with self._lock:
             await self._flush()
-            closing = stopped_text(end.by) if end.ending is Ending.STOPPED else ""
+            closing = _closing(end)
             if self.mode is Mode.LIVE:
                 self.mode = Mode.CLOSED
                 await self._stop_stream(closing)
-            elif closing:
+            elif closing and end.ending is Ending.STOPPED:
                 await self._post_plain(closing)
 
     # -- sending
@@ -253,6 +254,13 @@ class LiveRun:
             ),
             "chat.postMessage",
         )
+
+
+def _closing(end: TurnEnd) -> str:
+    """What ends a turn's stream: who stopped it, or that its worker shut down."""
+    if end.ending is Ending.STOPPED:
+        return stopped_text(end.by)
+    return SUSPENDED if end.ending is Ending.SUSPENDED else ""
 
 
 def _text_chunk(markdown: str) -> list[JSON]:

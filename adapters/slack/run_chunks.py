@@ -24,6 +24,8 @@ STREAM_TEXT = 12_000  # characters of `markdown_text` one stream call takes
 TASK_TITLE = 100  # a task card's title: a glance
 STOP_BLOCK_ID = "hitl_run"
 INTERRUPTED = "\n_(interrupted: asked again)_\n\n"  # a reply cut short, its retry follows
+# A reply whose worker shut down mid-turn: the worker that takes the run over posts the rest.
+SUSPENDED = "This worker of the bridge stopped here: the rest of the reply follows below."
 SETTLED_OK = frozenset({RenderState.COMPLETE})
 STILL_OPEN = frozenset({RenderState.IN_PROGRESS, RenderState.EXECUTING})
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")

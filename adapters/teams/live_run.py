@@ -47,6 +47,7 @@ TYPING_EVERY = 3.0  # seconds: Teams shows a typing indicator about so long
 THINKING = "Thinking…"
 DONE = "Done."
 FAILED = "Could not finish."
+SUSPENDED = "This worker of the bridge stopped here: the rest follows in the next message."
 APPROVAL_TOOL = "requestApproval"
 _SUBJECT_KEYS = ("action", "question", "title", "message")  # what a request is about
 
@@ -299,9 +300,10 @@ class TeamsLiveRun:
         self._ended = True
         async with self._lock:
             stopped = self.stopped_line(end)
+            closing = SUSPENDED if end.ending is Ending.SUSPENDED else stopped
             stream, self._stream = self._stream, None
             if stream is not None and stream.open:
-                last = "\n\n".join(part for part in (stream.shown, stopped) if part)
+                last = "\n\n".join(part for part in (stream.shown, closing) if part)
                 if await self._ended_stream(stream, last or DONE):
                     stopped = ""
             if stopped:
@@ -319,9 +321,8 @@ class TeamsLiveRun:
         service_url = self.surface.service_url(self.room)
         if self._stop_card is None or service_url is None:
             return
-        line = {Ending.FINISHED: DONE, Ending.FAILED: FAILED}.get(end.ending) or (
-            self.stopped_line(end)
-        )
+        endings = {Ending.FINISHED: DONE, Ending.FAILED: FAILED, Ending.SUSPENDED: SUSPENDED}
+        line = endings.get(end.ending) or self.stopped_line(end)
         card = card_activity(stop_card(self.room.room_id, line, live=False))
         await self.surface.connector.update(
             service_url, self.room.conversation_id, self._stop_card, card

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from bot.agent import AIChannel
 from bot.agent.steps import RunSteps, ToolStep
-from bot.failures import RepeatedFailures
+from bot.failures import RepeatedFailures, first_line
 from bot.human_input import RequestUpdate
 from bot.records import AuditEntry, RequestRecord, RunRecord, StoreUnavailableError
 from bot.requests.router import Router
@@ -37,6 +37,7 @@ UNAVAILABLE = (
     "hitl-bridge cannot record requests right now, so it cannot take this on; try again shortly."
 )
 TURN_STOPPED = "turn.stopped"  # the audit line of a stop: who, where, whose turn
+SUSPEND_GRACE = 2.0  # seconds a watch has to close its live view when the worker shuts down
 # Messages already told UNAVAILABLE (a message delivered twice, say a mention's app_mention and
 # message events, is told once): the latest this many.
 _REFUSED_KEPT = 1024
@@ -46,6 +47,7 @@ class Ending(StrEnum):
     FINISHED = "finished"  # the model had its last word
     STOPPED = "stopped"  # someone stopped it
     FAILED = "failed"  # something went wrong (the room was told SORRY or UNAVAILABLE)
+    SUSPENDED = "suspended"  # this worker shuts down: another goes on with the run
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +189,7 @@ class Turns:
         except asyncio.CancelledError:
             stopped = self._running.get(room_id)
             if stopped is None or stopped.stopped_by is None:
+                await _suspended(watch)
                 raise  # a shutdown: the run is left for a resume
             stopped.ending = True
             _task_of_this_turn().uncancel()  # the stop's own cancel, taken: the task goes on
@@ -312,6 +315,18 @@ class Turns:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def _suspended(watch: TurnWatch | None) -> None:
+    """A shutdown cut the turn: its watch closes what it shows (a stream left open would
+    stay so until the platform closes it), briefly; the run goes on on another worker."""
+    if watch is None:
+        return
+    try:
+        async with asyncio.timeout(SUSPEND_GRACE):
+            await watch.ended(TurnEnd(Ending.SUSPENDED))
+    except Exception as err:  # the shutdown goes on whatever the platform said
+        log.info("could not close a turn's live view at shutdown: %s", first_line(err))
 
 
 def _task_of_this_turn() -> asyncio.Task[object]:

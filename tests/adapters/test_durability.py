@@ -447,6 +447,10 @@ async def test_pg_sigterm_leaves_the_request_pending_for_the_other_worker(
 
     assert await c.terminate(a, SIGTERM_BOUND) == 0
 
+    # A's streamed reply is closed, saying the rest follows (not left open for Slack to end)
+    (stream,) = [m for m in thread.bot_messages() if thread.streamed(m)]
+    assert c.slack.streaming(CHANNEL, stream["ts"]) is False
+    assert "stopped here: the rest of the reply follows below" in stream["text"]
     after = await c.store.get_request(record.id)
     assert after is not None and after.status is RequestStatus.PENDING  # not rejected
     assert await c.settle_actions(record.id) == []

@@ -64,8 +64,10 @@ async def steps_audited(c: Cluster, request_id: str, count: int) -> list[AuditEn
 
 
 def pings(thread: Thread) -> list[str]:
-    """The bot's plain messages in the thread other than the agent's final words."""
-    return [text for text in thread.texts() if text != FINAL]
+    """The bot's plain messages in the thread: not the agent's replies (streamed, or its
+    final words posted whole by the worker that took the run over)."""
+    plain = [m for m in thread.bot_messages() if not m.get("blocks") and not thread.streamed(m)]
+    return [m["text"] for m in plain if m["text"] != FINAL]
 
 
 async def test_a_restart_between_two_steps_fires_each_once(sqlite: Cluster, tmp_path: Path) -> None:

@@ -180,3 +180,15 @@ async def test_a_stop_asked_on_another_worker_stops_the_turn_where_it_runs(
             await turns.close()
             assert turns.channel.runs is not None
             await turns.channel.runs.stop()
+
+
+async def test_a_shutdown_tells_the_watch_and_leaves_the_run_for_another_worker(
+    fake: FakeAnthropic, human: HumanInputToolHandler, turns: Turns, sqlite_store: SqlStore
+) -> None:
+    watched, request_id = await _waiting_turn(fake, human, turns)
+    turns.channel.suspended = True  # what Bridge.suspend() sets at a shutdown
+    human.handler.suspend()
+    await turns.close()
+    assert await within(watched.end) == TurnEnd(Ending.SUSPENDED)
+    record = await sqlite_store.get_request(request_id)
+    assert record is not None and record.status is RequestStatus.PENDING  # for a resume
