@@ -30,7 +30,7 @@ from bot import AIChannel
 from bot.agent.channel import Transcripts
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, RunningTurn, StopResult, Turns, Watches
+from bot.bridge.turns import Post, StopResult, Turns, Watches
 from bot.human_input import RequestRows, RequestUpdate
 from bot.policies.drivers import refused_turn
 from bot.records import RequestRecord, StoreUnavailableError
@@ -247,8 +247,9 @@ class SlackConversations:
     async def stop(self, room_id: str, user: str) -> StopResult:
         return await self._turns.stop(room_id, user, f"<@{user}>")
 
-    def running_in(self, channel: str) -> list[RunningTurn]:
-        return self._turns.running_in(SlackRoom(channel, "").room_id)
+    async def runs_in(self, channel: str) -> dict[str, str | None]:
+        """Room -> whose turn, of the turns running in the channel's threads (any worker)."""
+        return await self._turns.runs_in(SlackRoom(channel, "").room_id)
 
     async def close(self) -> None:
         await self._turns.close()

@@ -3,10 +3,10 @@ typed in its channel. The core decides who may (bot/bridge/turns.py: the turn's 
 approvers, admins), withdraws its open requests and audits the stop; the stream then closes
 with "Stopped by <@…>". Whoever may not is told so privately, in one line.
 
-A click that lands on a worker not running the turn asks the one running it, through the run's
+A stop that lands on a worker not running the turn asks the one running it, through the run's
 row (bot/bridge/turns.py): the turn stops within a lease renewal, and the person is told so.
-`/hitl stop` finds the runs of this worker only (Slack does not say which thread it was typed
-in; the Stop button knows its turn).
+Slack does not say which thread `/hitl stop` was typed in: it stops the channel's one running
+turn (on any worker), or the typist's own if several run.
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ class RunStops:
         await self.conversations.surface.tell(channel, user, await self._stop_in(channel, user))
 
     async def _stop_in(self, channel: str, user: str) -> str:
-        running = self.conversations.running_in(channel)
-        theirs = [turn for turn in running if turn.actor_id == user]
+        running = await self.conversations.runs_in(channel)
+        theirs = [room for room, actor in running.items() if actor == user]
         if len(theirs) == 1 or len(running) == 1:
-            turn = theirs[0] if len(theirs) == 1 else running[0]
-            result = await self.conversations.stop(turn.room_id, user)
+            room_id = theirs[0] if len(theirs) == 1 else next(iter(running))
+            result = await self.conversations.stop(room_id, user)
             return ANSWERS.get(result, STOPPED)
         return SEVERAL if running else NONE_IN_CHANNEL

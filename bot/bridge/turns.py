@@ -154,10 +154,21 @@ class Turns:
         return turn if turn is not None and not turn.task.done() else None
 
     def running_in(self, room_prefix: str) -> list[RunningTurn]:
-        """The turns running in rooms whose id starts with `room_prefix` (a Slack channel's
-        threads): a command typed without its thread finds the turn it means among them."""
+        """The turns running here in rooms whose id starts with `room_prefix` (a Slack
+        channel's threads)."""
         rooms = [room_id for room_id in self._running if room_id.startswith(room_prefix)]
         return [turn for room_id in rooms if (turn := self.running(room_id)) is not None]
+
+    async def runs_in(self, room_prefix: str) -> dict[str, str | None]:
+        """Room -> the person whose turn runs there, for the rooms whose id starts with
+        `room_prefix`, on this worker and (with run leases) every other: a command typed
+        without its thread finds the turn it means among them."""
+        found: dict[str, str | None] = {t.room_id: t.actor_id for t in self.running_in(room_prefix)}
+        runs = self.channel.runs
+        if runs is not None:
+            for run in await runs.store.active_runs(room_prefix, self.channel.channel_id):
+                found.setdefault(run.room_id, run.actor_id)
+        return found
 
     def request_changed(self, update: RequestUpdate) -> None:
         """A request in a room changed: the watch of the turn running there is told."""

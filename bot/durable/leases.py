@@ -66,6 +66,10 @@ class LeaseRows(Protocol):
         """The room's run, if one is active (on any worker)."""
         ...
 
+    async def active_runs(self, room_prefix: str, channel_id: str) -> list[RunRecord]:
+        """The active runs (on any worker) of the rooms whose id starts with `room_prefix`."""
+        ...
+
     async def ask_stop(self, room_id: str, channel_id: str, by: str, reason: str) -> bool:
         """Write on the room's active run that `by` asked it to stop, and what its open
         requests are to say; False if none is active."""

@@ -31,6 +31,11 @@ ASK_STOP = (
     .where(*_RUN_KEY, runs.c.active.is_(True))
     .values(stop_by=bindparam("b_by"), stop_reason=bindparam("b_reason"))
 )
+ACTIVE_RUNS_UNDER = select(runs).where(
+    runs.c.room_id.like(bindparam("b_like"), escape="\\"),
+    runs.c.channel_id == bindparam("b_channel"),
+    runs.c.active.is_(True),
+)
 STOPS_ASKED = select(runs).where(
     runs.c.owner == bindparam("b_owner"), runs.c.active.is_(True), runs.c.stop_by.is_not(None)
 )
@@ -51,6 +56,12 @@ ORPHANED_RUNS = (
     .order_by(runs.c.lease_until)
     .limit(bindparam("limit"))
 )
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern for ids starting with `prefix` (its own % and _ taken literally)."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
 
 
 def new_run(dialect: str) -> Executable:

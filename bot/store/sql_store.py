@@ -411,6 +411,11 @@ class SqlStore:
         rows = await self._executor.read(every, run_rows.ACTIVE_RUN, values)
         return run_rows.run_of(rows[0]) if rows else None
 
+    async def active_runs(self, room_prefix: str, channel_id: str) -> list[RunRecord]:
+        values = {"b_like": run_rows.like_prefix(room_prefix), "b_channel": channel_id}
+        rows = await self._executor.read(every, run_rows.ACTIVE_RUNS_UNDER, values)
+        return [run_rows.run_of(row) for row in rows]
+
     async def ask_stop(self, room_id: str, channel_id: str, by: str, reason: str) -> bool:
         """Ask the room's active run to stop (its owner acts on it); False if none is active."""
         values = {"b_room": room_id, "b_channel": channel_id, "b_by": by, "b_reason": reason}

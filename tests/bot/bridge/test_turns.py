@@ -166,6 +166,8 @@ async def test_a_stop_asked_on_another_worker_stops_the_turn_where_it_runs(
     a, b = workers
     try:
         watched, request_id = await _waiting_turn(fake, human, a)
+        assert await b.runs_in("slack:C1:") == {ROOM: ACTOR}  # A's, seen from B
+        assert await b.runs_in("slack:C_:") == {}  # a prefix, not a LIKE pattern
         assert await b.stop(ROOM, ACTOR, "Alice Able") is StopResult.ASKED
         assert await within(watched.end) == TurnEnd(Ending.STOPPED, ACTOR)
         record = await sqlite_store.get_request(request_id)
