@@ -560,3 +560,24 @@ async def test_seize_run_takes_an_active_run_from_a_live_owner_and_nothing_else(
     await store.finish_run("console:ann", "console", "restarted")
     assert not await store.seize_run("console:ann", "console", "restarted", later)  # idle
     assert not await store.seize_run("console:bob", "console", "restarted", later)  # no row
+
+
+async def test_a_stop_is_asked_on_a_run_and_ends_with_it(store: SqlStore) -> None:
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    assert await store.claim_run("slack:C_1:1.0", "agent", "a", "ann", later)
+    assert await store.claim_run("slack:CX1:2.0", "agent", "a", "bob", later)
+    [run] = await store.active_runs("slack:C_1:", "agent")  # the _ is no wildcard
+    assert (run.room_id, run.actor_id, run.stop_by) == ("slack:C_1:1.0", "ann", None)
+    assert await store.active_runs("slack:C_1:", "other channel") == []
+    assert await store.ask_stop("slack:C_1:1.0", "agent", "bob", "Stopped by Bob")
+    [asked] = await store.stops_asked("a")
+    assert (asked.room_id, asked.stop_by, asked.stop_reason) == (
+        "slack:C_1:1.0",
+        "bob",
+        "Stopped by Bob",
+    )
+    await store.finish_run("slack:C_1:1.0", "agent", "a")
+    assert await store.stops_asked("a") == []
+    assert not await store.ask_stop("slack:C_1:1.0", "agent", "bob", "Stopped by Bob")  # ended
+    assert await store.claim_run("slack:C_1:1.0", "agent", "b", "ann", later)
+    assert (await store.active_run("slack:C_1:1.0", "agent")).stop_by is None  # type: ignore[union-attr]
