@@ -131,7 +131,9 @@ class Turns:
     def __init__(self, channel: AIChannel, router: Router | None = None) -> None:
         self.channel = channel
         self.router = router
-        self._running: dict[str, RunningTurn] = {}
+        # Per room, its turns in the order they started: the first runs, the others wait for
+        # the room (one turn at a time, the channel's room lock); a stop ends them all.
+        self._running: dict[str, list[RunningTurn]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._failures = RepeatedFailures(log)
         self._refused: OrderedDict[str, None] = OrderedDict()
@@ -145,13 +147,19 @@ class Turns:
         task = asyncio.create_task(self._run(room_id, actor_id, text or "Hello", post, watch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        # A second message in a busy room queues behind the first (the channel's room lock):
-        # the latest is the one a stop cuts first.
-        self._running[room_id] = RunningTurn(room_id, actor_id, task, watch)
+        self._running.setdefault(room_id, []).append(RunningTurn(room_id, actor_id, task, watch))
 
     def running(self, room_id: str) -> RunningTurn | None:
-        turn = self._running.get(room_id)
-        return turn if turn is not None and not turn.task.done() else None
+        """The turn running in the room (the first of those there)."""
+        return next(iter(self._live(room_id)), None)
+
+    def _live(self, room_id: str) -> list[RunningTurn]:
+        return [turn for turn in self._running.get(room_id, []) if not turn.task.done()]
+
+    def _mine(self, room_id: str) -> RunningTurn | None:
+        """The turn the current task runs."""
+        task = asyncio.current_task()
+        return next((t for t in self._running.get(room_id, []) if t.task is task), None)
 
     def running_in(self, room_prefix: str) -> list[RunningTurn]:
         """The turns running here in rooms whose id starts with `room_prefix` (a Slack
@@ -198,7 +206,7 @@ class Turns:
             self._failures.failed("running a turn", err)
             await post(UNAVAILABLE)
         except asyncio.CancelledError:
-            stopped = self._running.get(room_id)
+            stopped = self._mine(room_id)
             if stopped is None or stopped.stopped_by is None:
                 await _suspended(watch)
                 raise  # a shutdown: the run is left for a resume
@@ -209,11 +217,18 @@ class Turns:
             log.exception("turn in %s failed", room_id)
             await post(SORRY)
         finally:
-            current = self._running.get(room_id)
-            if current is not None and current.task is asyncio.current_task():
-                del self._running[room_id]
+            self._forget(room_id)
         if watch is not None:
             await watch.ended(end)
+
+    def _forget(self, room_id: str) -> None:
+        """The current task's turn is over: it is no longer among the room's."""
+        mine = self._mine(room_id)
+        turns = self._running.get(room_id, [])
+        if mine is not None:
+            turns.remove(mine)
+        if not turns:
+            self._running.pop(room_id, None)
 
     async def stop(
         self, room_id: str, by: str, shown_as: str = "", aliases: tuple[str, ...] = ()
@@ -229,20 +244,24 @@ class Turns:
         open_requests = await self._open_requests(room_id)
         if not await self._may_stop(turn.actor_id, (by, *aliases), open_requests):
             return StopResult.NOT_YOURS
-        await self._stop_here(turn, by, reason)
+        await self._stop_here(room_id, by, reason)
         await self._audit(room_id, turn.actor_id, by)
         return StopResult.STOPPED
 
-    async def _stop_here(self, turn: RunningTurn, by: str, reason: str) -> None:
-        """Halt the turn (the model is asked nothing more), withdraw its open requests, then
-        cut whatever it is in. In that order: a request withdrawn first says who stopped it,
-        and the tool waiting on it returns to a turn that ends instead of going on."""
-        turn.stopped_by = by
-        self.channel.halt(turn.room_id)
-        for record in await self._open_requests(turn.room_id):
+    async def _stop_here(self, room_id: str, by: str, reason: str) -> None:
+        """Halt the room's turn (the model is asked nothing more), withdraw its open
+        requests, then cut whatever it is in, and the turns waiting for the room. In that
+        order: a request withdrawn first says who stopped it, and the tool waiting on it
+        returns to a turn that ends instead of going on."""
+        turns = self._live(room_id)
+        for turn in turns:
+            turn.stopped_by = by
+        self.channel.halt(room_id)
+        for record in await self._open_requests(room_id):
             await self._withdraw(record, reason, by)
-        if not turn.ending:
-            turn.task.cancel()
+        for turn in turns:
+            if not turn.ending:
+                turn.task.cancel()
 
     async def _stop_elsewhere(self, room_id: str, ids: tuple[str, ...], reason: str) -> StopResult:
         """Ask the worker running the room's turn to stop it (see the module's docstring)."""
@@ -264,7 +283,8 @@ class Turns:
         turn = self.running(run.room_id)
         if turn is None or run.channel_id != self.channel.channel_id or turn.stopped_by:
             return
-        stopping = self._stop_here(turn, run.stop_by or "someone", run.stop_reason or "")
+        by = run.stop_by or "someone"
+        stopping = self._stop_here(run.room_id, by, run.stop_reason or f"Stopped by {by}")
         task = asyncio.create_task(stopping)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

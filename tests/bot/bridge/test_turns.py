@@ -194,3 +194,18 @@ async def test_a_shutdown_tells_the_watch_and_leaves_the_run_for_another_worker(
     assert await within(watched.end) == TurnEnd(Ending.SUSPENDED)
     record = await sqlite_store.get_request(request_id)
     assert record is not None and record.status is RequestStatus.PENDING  # for a resume
+
+
+async def test_a_stop_ends_the_turn_and_those_waiting_for_the_room(
+    fake: FakeAnthropic, human: HumanInputToolHandler, turns: Turns
+) -> None:
+    first, _ = await _waiting_turn(fake, human, turns)
+    second = Watched()
+    turns.start(ROOM, ACTOR, "and then this", said, second)  # waits for the room
+    running = turns.running(ROOM)
+    assert running is not None and running.watch is not second  # the first runs
+    assert await turns.stop(ROOM, ACTOR) is StopResult.STOPPED
+    assert await within(first.end) == TurnEnd(Ending.STOPPED, ACTOR)
+    assert await within(second.end) == TurnEnd(Ending.STOPPED, ACTOR)
+    assert second.steps == []  # never ran
+    assert len(fake.requests) == 1 and turns.running(ROOM) is None
