@@ -193,6 +193,7 @@ class AIChannel:
         """One turn at a time per room: in this process (a lock), across workers (the run)."""
         lock = self._room_locks.setdefault(room_id, asyncio.Lock())
         async with lock:
+            self._halted.discard(room_id)  # a halt that came as an earlier turn was ending
             runs = self.runs
             if runs is not None and not adopted:
                 acquired = await runs.acquire(

@@ -120,3 +120,13 @@ def test_an_outcome_is_one_short_line() -> None:
     assert outcome_line("", is_error=False) == "done"
     assert outcome_line("x" * 500, is_error=False) == "x" * (OUTCOME_CHARS - 1) + "…"
     assert outcome_line("plain failure", is_error=True) == "plain failure"
+
+
+async def test_a_halt_left_by_a_turn_that_had_ended_does_not_cut_the_next(
+    fake: FakeAnthropic, provider: AnthropicAIProvider
+) -> None:
+    """A stop that halts a room just as its turn ends must not end the room's next turn."""
+    fake.script(reply_text("Still here."))
+    ai = AIChannel("agent", provider=provider)
+    ai.halt("R1")  # no turn runs in R1 now
+    assert await within(ai.respond("R1", "hi")) == "Still here."
