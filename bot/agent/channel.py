@@ -204,14 +204,14 @@ class AIChannel:
             try:
                 yield
             except BaseException:
-                self._halted.discard(room_id)
                 # Cut while shutting down: the run stays open, for another worker to resume.
                 if runs is not None and not self.suspended:
                     await asyncio.shield(runs.finish(room_id, self.channel_id))
                 raise
+            finally:
+                self._halted.discard(room_id)
             # A turn that ended ends its run, shutting down or not: left open, it would be
             # adopted and its last words posted again.
-            self._halted.discard(room_id)
             if runs is not None:
                 await asyncio.shield(runs.finish(room_id, self.channel_id))
 

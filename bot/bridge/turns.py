@@ -108,7 +108,7 @@ class Watches:
 class StopResult(StrEnum):
     STOPPED = "stopped"
     ASKED = "asked"  # another worker runs it: asked to stop, within a lease renewal
-    NOT_RUNNING = "not_running"  # no turn runs in that room (on this worker)
+    NOT_RUNNING = "not_running"  # no turn runs in that room, on any worker
     NOT_YOURS = "not_yours"  # the person may not stop it
 
 
@@ -161,7 +161,7 @@ class Turns:
         task = asyncio.current_task()
         return next((t for t in self._running.get(room_id, []) if t.task is task), None)
 
-    def running_in(self, room_prefix: str) -> list[RunningTurn]:
+    def _running_in(self, room_prefix: str) -> list[RunningTurn]:
         """The turns running here in rooms whose id starts with `room_prefix` (a Slack
         channel's threads)."""
         rooms = [room_id for room_id in self._running if room_id.startswith(room_prefix)]
@@ -171,7 +171,8 @@ class Turns:
         """Room -> the person whose turn runs there, for the rooms whose id starts with
         `room_prefix`, on this worker and (with run leases) every other: a command typed
         without its thread finds the turn it means among them."""
-        found: dict[str, str | None] = {t.room_id: t.actor_id for t in self.running_in(room_prefix)}
+        here = self._running_in(room_prefix)
+        found: dict[str, str | None] = {turn.room_id: turn.actor_id for turn in here}
         runs = self.channel.runs
         if runs is not None:
             for run in await runs.store.active_runs(room_prefix, self.channel.channel_id):
