@@ -30,7 +30,8 @@ from bot import AIChannel
 from bot.agent.channel import Transcripts
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, StopResult, Turns, Watches
+from bot.bridge.turns import Post, StopResult, Turns
+from bot.bridge.watches import Watches
 from bot.human_input import RequestRows, RequestUpdate
 from bot.policies.drivers import refused_turn
 from bot.records import RequestRecord, StoreUnavailableError

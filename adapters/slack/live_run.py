@@ -38,7 +38,7 @@ from adapters.slack.run_chunks import (
 from adapters.slack.surface import SlackSurface
 from adapters.slack.text import escape
 from bot.agent.steps import ToolStep
-from bot.bridge.turns import Ending, TurnEnd
+from bot.bridge.watches import Ending, TurnEnd
 from bot.human_input import RequestUpdate
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from adapters.slack.rooms import SlackRoom
 from adapters.slack.text import fit, truncate
 from bot.agent.steps import ToolStep
 from bot.bridge.people import PeopleNames
-from bot.bridge.turns import TurnEnd
+from bot.bridge.watches import TurnEnd
 from bot.human_input import RenderState, RequestUpdate
 from bot.words.phrases import Phrase, listed, placeholders
 from bot.words.tool_names import CONFIRM_ACTION, GATE_TOOL, REQUEST_APPROVAL

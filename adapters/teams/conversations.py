@@ -36,7 +36,8 @@ from adapters.teams.text import PlainTextFormatter, clean
 from bot import AIChannel
 from bot.audit.refusals import AuditLog
 from bot.bridge.surfaces import Claims
-from bot.bridge.turns import Post, StopResult, Turns, Watches
+from bot.bridge.turns import Post, StopResult, Turns
+from bot.bridge.watches import Watches
 from bot.commands import Commands, Place
 from bot.policies.deciders import Deciders
 from bot.policies.drivers import refused_turn

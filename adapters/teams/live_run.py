@@ -37,7 +37,7 @@ from adapters.teams.text import TITLE as SUBJECT
 from adapters.teams.text import clean, cut
 from bot import RenderState, RequestUpdate
 from bot.agent.steps import ToolStep
-from bot.bridge.turns import Ending, TurnEnd
+from bot.bridge.watches import Ending, TurnEnd
 from bot.words.phrases import listed
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from adapters.slack.rooms import SlackRoom
 from adapters.slack.status_line import StatusLines
 from bot.agent.steps import ToolStep
 from bot.bridge.people import PeopleNames
-from bot.bridge.turns import Ending, TurnEnd
+from bot.bridge.watches import Ending, TurnEnd
 from bot.human_input import RenderState, RequestUpdate
 from tests.adapters.slack.conftest import ALICE, CHANNEL, WAIT, Env, StartEnv
 from tests.fakes.anthropic_api import reply_text, reply_tool_use

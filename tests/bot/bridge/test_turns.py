@@ -9,7 +9,8 @@ import pytest
 
 from bot.agent import AIChannel, AnthropicAIProvider
 from bot.agent.steps import ToolStep
-from bot.bridge.turns import TURN_STOPPED, Ending, StopResult, TurnEnd, Turns, Watches
+from bot.bridge.turns import TURN_STOPPED, StopResult, Turns
+from bot.bridge.watches import Ending, TurnEnd, Watches
 from bot.durable.leases import RunLeases
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanInputToolHandler
