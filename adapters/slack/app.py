@@ -60,11 +60,12 @@ from adapters.slack.surface import SlackSurface
 from adapters.slack.text import SECTION_TEXT, SLACK, truncate
 from bot import AIChannel, Bridge
 from bot.bridge.people import PeopleNames
+from bot.bridge.ports import RequestStore
 from bot.commands import Commands, Place
 from bot.config.agent_file import DEFAULT_SUGGESTED_PROMPTS, SuggestedPrompt
 from bot.gates.grants import Grants
 from bot.human_input import RequestUpdate
-from bot.records import RequestStore, StoreUnavailableError
+from bot.records import StoreUnavailableError
 from bot.requests.copies import CopyRefs
 from bot.requests.router import Router
 

@@ -43,9 +43,9 @@ from adapters.teams.stop_card import stop_clicked
 from adapters.teams.surface import People, TeamsSurface
 from adapters.teams.tokens import ActivityVerifier
 from bot import AIChannel, Bridge, ConfigurationError, HumanTool
+from bot.bridge.ports import RequestStore
 from bot.commands import Commands
 from bot.gates.grants import Grants
-from bot.records import RequestStore
 from bot.requests.access import AnswerPolicy
 from bot.requests.copies import CopyRefs
 from bot.requests.router import Router

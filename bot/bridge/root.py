@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.agent import AIChannel, TextCallback
 from bot.agent.hooks import Hook, HookContext, HookExecution, HookRegistry, HookTrigger
+from bot.bridge.ports import RequestStore
 from bot.bridge.surfaces import Surface
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
 from bot.durable.leases import LEASE_SECONDS, RunLeases
@@ -25,7 +26,7 @@ from bot.durable.sweep import DeadlineScheduler
 from bot.errors import UndeliverableError
 from bot.failures import RepeatedFailures
 from bot.human_input import HumanInputHandler, Observer, PendingInputEvent, RequestUpdate
-from bot.records import AuditEntry, RequestRecord, RequestStore, StoreUnavailableError
+from bot.records import AuditEntry, RequestRecord, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ The handler writes every request's row before anyone is told, and settles it by 
 compare-and-set; across workers, the holder of a request decides its settles and the others
 hand theirs over as proposals (holding.py). `HandlerStore` is both: what a handler needs. Other
 readers of requests (the router, the surfaces, the commands) take `RequestRows` only.
-`bot.records.RequestStore` is the whole store, every port at once.
+`bot.bridge.ports.RequestStore` is the whole store, every port at once.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ from itertools import combinations
 
 from bot.agent.channel import Transcripts
 from bot.audit.refusals import AuditLog
+from bot.bridge.ports import RequestStore
 from bot.bridge.surfaces import Claims
 from bot.durable.inbox import InboxRows
 from bot.durable.leases import LeaseRows
 from bot.human_input import HoldRows, RequestRows
-from bot.records import RequestStore
 from bot.store import SqlStore
 
 PORTS: tuple[type, ...] = (
