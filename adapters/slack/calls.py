@@ -26,7 +26,12 @@ FATAL_ERRORS = frozenset({
 
 
 class SlackCallError(Exception):
-    """A Web API call that failed for good (after the retries); `str(err)` says why."""
+    """A Web API call that failed for good (after the retries); `str(err)` says why, `error`
+    is Slack's error code when Slack answered one ("" for a transport failure)."""
+
+    def __init__(self, message: str, error: str = "") -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def slack_error(err: SlackApiError) -> str:
@@ -62,7 +67,7 @@ async def call_slack_or_fail(
             error = slack_error(err)
             if error in FATAL_ERRORS or attempt == attempts - 1:
                 log.error("Slack %s failed: %s", what, error)
-                raise SlackCallError(f"Slack {what} failed: {error}") from None
+                raise SlackCallError(f"Slack {what} failed: {error}", error) from None
         except (TimeoutError, OSError) as err:
             if attempt == attempts - 1:
                 log.error("Slack %s failed: %s", what, err)

@@ -60,7 +60,7 @@ class StreamSupport:
         self.team_id = ""
 
     def refused(self, why: SlackCallError) -> None:
-        if any(str(why).endswith(f": {error}") for error in NOT_AVAILABLE):
+        if why.error in NOT_AVAILABLE:
             if self.available:
                 log.warning("Slack: replies are posted whole from now on: %s", why)
             self.available = False
