@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ag_ui.core import RunErrorEvent
+from ag_ui.core import RunAgentInput, RunErrorEvent, UserMessage
 
 from adapters.ag_ui.door import AgUiDoor
 from bot.doors.tokens import Tokens
@@ -58,6 +58,24 @@ async def test_hundreds_of_abandoned_threads_are_freed(start_env: StartEnv) -> N
     # Each request expires; its turn reads that, ends, and nobody reads the thread again.
     await eventually(lambda: ended_turns(env) == ABANDONED, "every turn's end", timeout=30)
     await eventually(lambda: threads.held() == (0, 0), "the threads freed")
+
+
+async def test_a_thread_whose_client_left_mid_turn_is_freed(start_env: StartEnv) -> None:
+    env = await start_env()
+    threads = (await door_of(env)).threads
+    threads.kept_for = 0.05
+    client = await client_of(env)
+    go_on = asyncio.Event()
+    env.model.script(reply_text("A long answer.", hold=go_on))
+    message = UserMessage(id="m-1", content="hi")
+    run = RunAgentInput(thread_id="t-left", run_id="r-1", messages=[message])
+    body = run.model_dump(mode="json", by_alias=True)
+    headers = {"Authorization": f"Bearer {client.token}"}
+    async with env.http.post(client.url, json=body, headers=headers) as response:
+        assert (await response.content.readline()).startswith(b"data: ")  # RUN_STARTED
+    assert threads.held()[0] == 1  # its turn runs on, the client gone
+    go_on.set()
+    await eventually(lambda: threads.held() == (0, 0), "the thread freed")
 
 
 async def test_unread_threads_are_bounded_and_the_latest_kept(start_env: StartEnv) -> None:
