@@ -232,7 +232,8 @@ async def build_service(
     if metrics is not None:
         metrics.worker.long_polls = service.doors.doors.polls.held
     d = service.doors
-    parts = AgUiParts(bridge, channel, router, store, d.tokens, d.doors.polls, tools)
+    parts = AgUiParts(bridge, channel, router, store, d.tokens, d.doors.polls, tools,
+                      settings.ag_ui_turns_per_token)  # fmt: skip
     service.ag_ui = LoadingAgUiDoor(parts)
     if teams is not None:
         from adapters.teams.app import TeamsAdapter

@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     # and one worker, may hold at once; more are refused (429, Retry-After).
     long_polls_per_token: int = Field(100, alias="HITL_LONG_POLLS_PER_TOKEN", ge=1)
     long_polls_per_worker: int = Field(1000, alias="HITL_LONG_POLLS_PER_WORKER", ge=1)
+    # AG-UI agent turns one token may run at once on a worker (each a model call or a request).
+    ag_ui_turns_per_token: int = Field(10, alias="HITL_AG_UI_TURNS_PER_TOKEN", ge=1)
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
     # Where callers reach this service (behind a proxy): the A2A card's interfaces are under it.
     public_url: str | None = Field(None, alias="HITL_PUBLIC_URL")

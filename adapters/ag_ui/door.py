@@ -6,7 +6,9 @@ model's text messages, its tool calls and their results (each call a step, STEP_
 STEP_FINISHED, named after its tool: events.ToolCallSteps), and RUN_FINISHED; a human tool's
 request ends the run with an interrupt outcome, and the next run on the thread resumes it by
 its id. Failures after the stream started are one RUN_ERROR, never a traceback. The turn
-itself outlives a run: see adapters/ag_ui/threads.py for why.
+itself outlives a run: see adapters/ag_ui/threads.py for why, and for how long a thread
+nobody reads is kept. A token runs at most `turns_per_token` turns at once on a worker
+(HITL_AG_UI_TURNS_PER_TOKEN): each holds a model call or a person's request, and its thread.
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.ag_ui import events
+from adapters.ag_ui.answers import strict_errors
 from adapters.ag_ui.replies import StreamedReplies
-from adapters.ag_ui.threads import PREFIX, UNAVAILABLE, Item, RequestAsked, Threads, TurnEnded
+from adapters.ag_ui.threads import (
+    PREFIX,
+    UNAVAILABLE,
+    AgUiThread,
+    Item,
+    RequestAsked,
+    Threads,
+    TurnEnded,
+)
 from adapters.http_limits import LOG_EVERY, BodyTooLarge, Throttled, read_body, too_deep
 from bot import AIChannel
 from bot.agent.hooks import HookTrigger
@@ -32,7 +43,7 @@ from bot.bridge.root import Bridge
 from bot.doors.long_polls import LongPolls, TooManyPolls
 from bot.doors.tokens import Tokens, bearer
 from bot.human_tools.tool import HumanTool
-from bot.records import Origin, RequestRecord, StoreUnavailableError
+from bot.records import Origin, RequestRecord, RequestStatus, StoreUnavailableError
 from bot.requests.kinds import Verb
 from bot.requests.router import Interaction, Invalid, Refusal, Refused, Router
 from bot.tools.context import asked_through
@@ -69,9 +80,11 @@ class AgUiDoor:
         tokens: Tokens,
         polls: LongPolls,
         tools: Mapping[str, HumanTool],
+        turns_per_token: int,
     ) -> None:
         self.threads, self.channel, self.router, self.store = threads, channel, router, store
         self.tokens, self.polls, self.tools = tokens, polls, tools
+        self.turns_per_token = turns_per_token
         self.encoder = EventEncoder()
         self._refusals = Throttled(log, LOG_EVERY)
 
@@ -139,17 +152,24 @@ class AgUiDoor:
             yield events.run_error(UNAVAILABLE, "unavailable")
 
     def _begin(self, room: str, requester: str, run: RunAgentInput) -> BaseEvent | None:
-        """Start the thread's turn with the run's last user message; RUN_ERROR if it cannot."""
-        thread = self.threads.thread(room)
-        if thread.running:
+        """Start the thread's turn with the run's last user message; RUN_ERROR if it cannot
+        (and nothing is kept of the thread then)."""
+        thread = self.threads.get(room)
+        if thread is not None and thread.running:
             return events.run_error(
                 "this thread's turn is still running: resume its interrupts, or start "
                 "another thread", "thread_busy")  # fmt: skip
         text = _last_user_text(run)
         if not text:
             return events.run_error("the run has no user message to answer", "no_message")
-        while not thread.queue.empty():  # what a run left unread (its client went away)
-            thread.queue.get_nowait()
+        if self.threads.turns_of(requester) >= self.turns_per_token:
+            return events.run_error(
+                f"this token already runs {self.turns_per_token} agent turns on this worker "
+                "(HITL_AG_UI_TURNS_PER_TOKEN): answer or cancel their interrupts, or wait for "
+                "one to end", "too_many_turns")  # fmt: skip
+        if thread is not None:
+            while not thread.queue.empty():  # what a run left unread (its client went away)
+                thread.queue.get_nowait()
 
         replies = StreamedReplies(lambda event: self.threads.put(room, event))
 
@@ -166,14 +186,20 @@ class AgUiDoor:
 
         turn = turn_streamed()
         with asked_through(Origin(DOOR, requester)):  # the turn's task copies it: its requests
-            self.threads.start(room, turn)
+            self.threads.start(room, turn, owner=requester)
         return None
 
     async def _stream(
         self, room: str, run: RunAgentInput, request: web.Request
     ) -> AsyncIterator[BaseEvent]:
         """The thread's events until its turn ends or asks a person (then the interrupt)."""
-        thread = self.threads.thread(room)
+        with self.threads.reading(room) as thread:  # not dropped while this run reads it
+            async for event in self._read(room, thread, run, request):
+                yield event
+
+    async def _read(
+        self, room: str, thread: AgUiThread, run: RunAgentInput, request: web.Request
+    ) -> AsyncIterator[BaseEvent]:
         steps = events.ToolCallSteps()
         getter: asyncio.Future[Item] | None = None  # kept across checks: no item is lost
         try:
@@ -250,11 +276,12 @@ class AgUiDoor:
         else:
             payload = entry.payload
             answer = payload if isinstance(payload, str) else json.dumps(payload)
+            wrong = strict_errors(record, self.tools, answer) if _open_now(record) else {}
+            if wrong:  # nothing settled: the client may resume again
+                return _invalid(record, wrong)
             outcome = await self.router.submit_answer(who, answer)
         if isinstance(outcome, Invalid):
-            listed = "; ".join(f"{k or 'answer'}: {v}" for k, v in outcome.errors.items())
-            return events.run_error(f"the answer to {record.id} was refused: {listed}",
-                                    "invalid_answer")  # fmt: skip
+            return _invalid(record, outcome.errors)
         if isinstance(outcome, Refused) and outcome.reason is not Refusal.SETTLED:
             # Settled already (answered elsewhere first) is no error: the turn has its answer.
             return events.run_error(outcome.notice.plain, f"refused_{outcome.reason.value}")
@@ -269,6 +296,7 @@ def open_ag_ui(
     tokens: Tokens,
     polls: LongPolls,
     tools: Mapping[str, HumanTool],
+    turns_per_token: int,
 ) -> AgUiDoor:
     """The AG-UI door on the bridge's agent channel: its rooms attached as a surface, its
     tool calls heard through the hooks (the last BEFORE_TOOL_USE: the call as it runs)."""
@@ -277,7 +305,7 @@ def open_ag_ui(
     bridge.hooks.register(HookTrigger.BEFORE_TOOL_USE, threads.before_tool, priority=1_000_000,
                           name="ag-ui")  # fmt: skip
     bridge.hooks.register(HookTrigger.ON_TOOL_CALL, threads.after_tool, name="ag-ui")
-    return AgUiDoor(threads, channel, router, store, tokens, polls, tools)
+    return AgUiDoor(threads, channel, router, store, tokens, polls, tools, turns_per_token)
 
 
 async def _input(request: web.Request) -> RunAgentInput:
@@ -307,6 +335,17 @@ def _last_user_text(run: RunAgentInput) -> str:
             texts = [getattr(part, "text", "") for part in content]
             return "\n".join(t for t in texts if isinstance(t, str) and t).strip()
     return ""
+
+
+def _open_now(record: RequestRecord) -> bool:
+    """Whether the request is still to be answered (settled elsewhere first, whatever the
+    resume says is no error: the run streams that answer)."""
+    return record.status is RequestStatus.PENDING
+
+
+def _invalid(record: RequestRecord, errors: Mapping[str, str]) -> BaseEvent:
+    listed = "; ".join(f"{key or 'answer'}: {problem}" for key, problem in errors.items())
+    return events.run_error(f"the answer to {record.id} was refused: {listed}", "invalid_answer")
 
 
 def _reason(entry: ResumeEntry) -> str:

@@ -32,7 +32,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from bot.doors.contracts import GateAnswer
+from adapters.ag_ui.answers import answer_model
 from bot.human_tools.tool import HumanTool
 from bot.records import RequestRecord
 from bot.requests.kind_of import kind_of
@@ -129,13 +129,9 @@ class ToolCallSteps:
 
 
 def response_schema(record: RequestRecord, tools: Mapping[str, HumanTool]) -> dict[str, Any] | None:
-    """The JSON schema of the answer the request takes: its tool's answer model (a form's
-    model for collectUserData), the gate's answer for an approval gate, None if it has none
-    (a tool declared by name, answered verbatim)."""
-    if record.tool_name == GATE_TOOL:
-        return GateAnswer.model_json_schema()
-    tool = tools.get(record.tool_name)
-    model = tool.answer_model(record.arguments) if tool is not None else None
+    """The JSON schema of the answer the request takes (None if it has none): the model a
+    resume's answer is held to (adapters/ag_ui/answers.py)."""
+    model = answer_model(record, tools)
     return model.model_json_schema() if model is not None else None
 
 

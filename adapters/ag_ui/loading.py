@@ -46,6 +46,7 @@ class AgUiParts:
     tokens: Tokens
     polls: LongPolls
     tools: Mapping[str, HumanTool]
+    turns_per_token: int  # HITL_AG_UI_TURNS_PER_TOKEN
 
 
 class LoadingAgUiDoor:
@@ -91,7 +92,7 @@ class LoadingAgUiDoor:
         try:
             module = await import_after_ready(DOOR_MODULE, "AG-UI")
             door: AgUiDoor = module.open_ag_ui(p.bridge, p.channel, p.router, p.store, p.tokens,
-                                               p.polls, p.tools)  # fmt: skip
+                                               p.polls, p.tools, p.turns_per_token)  # fmt: skip
         except Exception as err:
             log.error("AG-UI: the door did not start, %s answers 503: %s", PATH, err)
             raise

@@ -61,6 +61,8 @@ function formInput(spec) {
 
 function formValue(input) {
   if (input.type === "checkbox") return input.checked;
+  // The bridge reads an answer as its schema says: a number field's value is a JSON number.
+  if (input.type === "number") return input.value === "" ? "" : input.valueAsNumber;
   if (input.multiple) return [...input.selectedOptions].map((o) => o.value);
   return input.value;
 }
