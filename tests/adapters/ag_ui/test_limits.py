@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from ag_ui.core import RunAgentInput, RunErrorEvent, UserMessage
 
 from adapters.ag_ui.door import AgUiDoor
@@ -48,6 +49,7 @@ async def abandon(client: Client, threads: range) -> None:
             interrupted(events)
 
 
+@pytest.mark.slow  # 200 turns, each waiting out its request's expiry: ~20 s
 async def test_hundreds_of_abandoned_threads_are_freed(start_env: StartEnv) -> None:
     env = await start_env(HITL_TIMEOUT_SECONDS=3, HITL_AG_UI_TURNS_PER_TOKEN=ABANDONED)
     threads = (await door_of(env)).threads
