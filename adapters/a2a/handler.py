@@ -49,7 +49,7 @@ from a2a.utils.errors import (
 )
 
 from adapters.a2a.push import Pushes, config_message
-from adapters.a2a.tasks import Event, ask_of, final_events, task_of
+from adapters.a2a.tasks import Event, ask_of, context_of, final_events, task_of
 from bot.doors.long_polls import TooManyPolls
 from bot.doors.service import MAX_WAIT, DoorError, Doors, RequestBody
 from bot.records import StoreUnavailableError
@@ -164,10 +164,7 @@ class PersonHandler(RequestHandler):
     async def _ask(self, params: SendMessageRequest, context: ServerCallContext) -> RequestBody:
         message = params.message
         if message.task_id:
-            raise UnsupportedOperationError(
-                message="a task takes no second message: it ends with the person's answer "
-                "(send a new message, without taskId, to ask again)"
-            )
+            await self._named(message, context)
         asked = ask_of(message)
         push = None
         if params.configuration.HasField("task_push_notification_config"):  # checked first:
@@ -177,6 +174,18 @@ class PersonHandler(RequestHandler):
         if push is not None:
             await self._keep(replace(push, request_id=body["id"]), context)
         return body
+
+    async def _named(self, message: Message, context: ServerCallContext) -> None:
+        """Refuse a message naming a task: TaskNotFoundError if it is not the token's (none,
+        or another's: both look the same), else as a task takes no second message."""
+        body = await self._get(message.task_id, context)
+        if message.context_id and message.context_id != context_of(body):
+            raise InvalidParamsError(message=f"the message's contextId is not task "
+                                     f"{body['id']}'s context")  # fmt: skip
+        raise UnsupportedOperationError(
+            message=f"task {body['id']} takes no second message ({body['status']}): it ends "
+            "with the person's answer (send a new message, without taskId, to ask again)"
+        )
 
     async def _keep(self, config: PushConfig, context: ServerCallContext) -> None:
         """Store the config; if its task has settled (read after: a settle meanwhile is seen
