@@ -9,7 +9,7 @@ SendMessage asks (or finds the request its message asked already) and, unless
 task, then its answer and final status once it settles; CancelTask withdraws the request.
 Each caller sees its own token's tasks only, and their push notification configs
 (adapters/a2a/push.py), set by the push config methods or SendMessage's configuration.
-ListTasks is not served (GET /api/v1/requests lists).
+ListTasks lists the token's tasks from the store (adapters/a2a/listing.py).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from adapters.a2a.listing import list_tasks
 from adapters.a2a.push import Pushes, config_message
 from adapters.a2a.tasks import Event, ask_of, context_of, final_events, task_of
 from bot.doors.long_polls import TooManyPolls
@@ -114,12 +115,13 @@ class PersonHandler(RequestHandler):
         async for event in self._follow(body, context):
             yield event
 
-    # -- what is not offered ----------------------------------------------------------------
-
+    @validate_request_params
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        raise UnsupportedOperationError(message="ListTasks is not offered: GET /api/v1/requests")
+        return await _door(list_tasks(self.doors, _requester(context), params))
+
+    # -- what is not offered ----------------------------------------------------------------
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

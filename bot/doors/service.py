@@ -27,8 +27,14 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from bot.doors.addresses import Address, Addressee, UnknownAddressError, read_address
+from bot.doors.bodies import ANSWERED as ANSWERED
+from bot.doors.bodies import SHOWN_STATUS as SHOWN_STATUS
+from bot.doors.bodies import STATUS_OF as STATUS_OF
+from bot.doors.bodies import RequestBody as RequestBody
+from bot.doors.bodies import request_body as request_body
 from bot.doors.contracts import GateCall
 from bot.doors.long_polls import Gone, LongPolls
+from bot.doors.task_lists import TaskQuery
 from bot.gates import approvals
 from bot.human_input import HumanInputHandler, RenderState, RequestUpdate
 from bot.human_tools.tool import HumanTool
@@ -39,19 +45,8 @@ log = logging.getLogger(__name__)
 
 DOOR_CHANNEL = "doors"  # the channel id of every request a door made
 MAX_WAIT = 60.0  # seconds a long poll may wait
-SHOWN_STATUS = {
-    RequestStatus.PENDING: "pending",
-    RequestStatus.RESOLVED: "answered",
-    RequestStatus.REJECTED: "declined",
-    RequestStatus.TIMED_OUT: "expired",
-    RequestStatus.CANCELLED: "cancelled",
-    RequestStatus.UNDELIVERABLE: "undeliverable",
-}
-ANSWERED = (RequestStatus.RESOLVED, RequestStatus.TIMED_OUT)
-STATUS_OF = {shown: status for status, shown in SHOWN_STATUS.items()}
-
-RequestBody = dict[str, Any]
 Find = Callable[[Address], Awaitable[Addressee]]
+Bodies = list[RequestBody]
 OnSettled = Callable[[RequestBody, "Asked"], Awaitable[None]]
 
 
@@ -100,32 +95,11 @@ class DoorStore(Protocol):
         limit: int,
     ) -> list[tuple[RequestRecord, Asked]]: ...
 
+    async def list_tasks(
+        self, requester: str, query: TaskQuery
+    ) -> tuple[list[tuple[RequestRecord, Asked]], int]: ...
+
     async def append_audit(self, entry: AuditEntry) -> None: ...
-
-
-def request_body(record: RequestRecord | None, row: Asked) -> RequestBody:
-    """A door's request as callers read it (the API, MCP results, webhooks)."""
-    if record is None:  # reserved, its request not yet written
-        return {"id": row.request_id, "status": "pending", "to": row.address}
-    body: RequestBody = {
-        "id": record.id,
-        "status": SHOWN_STATUS[record.status],
-        "tool": record.tool_name,
-        "to": row.address,
-        "arguments": record.arguments,
-        "created_at": _iso(record.created_at),
-        "expires_at": _iso(record.expires_at),
-    }
-    # An expired request's answer is the policy's default (`on_timeout`), if it had one.
-    if record.status in ANSWERED and record.result is not None:
-        body["answer"] = _parsed(record.result)
-    if record.status is not RequestStatus.PENDING:
-        body["reason"] = record.reason or None
-        body["answered_by"] = record.settled_by
-        body["answered_at"] = _iso(record.settled_at)
-    if row.idempotency_key is not None:
-        body["idempotency_key"] = row.idempotency_key
-    return body
 
 
 class Doors:
@@ -275,6 +249,12 @@ class Doors:
         )  # fmt: skip
         return [request_body(record, row) for record, row in rows]
 
+    async def tasks(self, requester: str, query: TaskQuery) -> tuple[Bodies, int]:
+        """A page of the token's requests as tasks (bot/doors/task_lists.py), and how many
+        match in all."""
+        rows, total = await self.store.list_tasks(requester, query)
+        return [request_body(record, row) for record, row in rows], total
+
     async def cancel(self, requester: str, request_id: str) -> RequestBody:
         """Withdraw a pending request (its message says so); a settled one is left as it is."""
         record, _ = await self._own(requester, request_id)
@@ -387,14 +367,3 @@ def _schema_of(values: Mapping[str, Any]) -> dict[str, Any]:
         kind = next((name for cls, name in _JSON_TYPES if isinstance(value, cls)), None)
         properties[key] = {"type": kind} if kind else {}
     return {"type": "object", "properties": properties}
-
-
-def _parsed(result: str) -> Any:
-    try:
-        return json.loads(result)
-    except ValueError:
-        return result
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z") if when else None

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Executable, Row, and_, bindparam, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bot.doors.task_lists import TaskQuery
 from bot.records import Asked, AuditEntry, RequestRecord, RequestStatus, Token
 from bot.store.request_rows import record_of
 from bot.store.sql_store import SqlStore
@@ -220,6 +221,13 @@ class DoorTables:
         limit: int,
     ) -> list[tuple[RequestRecord, Asked]]:
         return await self.store.read(list_doors, requester, status, address, since, before, limit)
+
+    async def list_tasks(
+        self, requester: str, query: TaskQuery
+    ) -> tuple[list[tuple[RequestRecord, Asked]], int]:
+        from bot.store.door_tasks import list_tasks  # it imports this module's query
+
+        return await self.store.read(list_tasks, requester, query)
 
     async def append_audit(self, entry: AuditEntry) -> None:
         await self.store.append_audit(entry)

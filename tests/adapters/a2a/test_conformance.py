@@ -4,16 +4,21 @@ the served bridge."""
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse, TaskState
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
 from tests.adapters.a2a.conftest import Caller, asking, calling
-from tests.adapters.a2a.test_a2a import BINDINGS, sent
-from tests.adapters.slack.conftest import StartEnv
+from tests.adapters.a2a.test_a2a import BINDINGS, rebased, sent
+from tests.adapters.api.test_api import posted
+from tests.adapters.slack.conftest import WAIT, StartEnv
 
 JSON = dict[str, Any]
 
@@ -76,3 +81,100 @@ async def test_a_message_to_the_token_s_own_task_is_unsupported_or_a_context_mis
         with pytest.raises(InvalidParamsError) as refused:
             await sent(caller, "JSONRPC", again, polling=True)
         assert "context" in str(refused.value)
+
+
+# -- ListTasks ----------------------------------------------------------------------------------
+
+
+async def listed(caller: Caller, binding: str, **params: Any) -> ListTasksResponse:
+    async with caller.client(binding) as client:
+        return await client.list_tasks(ListTasksRequest(**params), context=caller.context)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_list_tasks_lists_the_token_s_own_tasks_newest_status_first_in_pages(
+    start_env: StartEnv, binding: str
+) -> None:
+    async with calling(start_env) as caller:
+        other, _ = await Tokens(DoorTables(caller.env.store)).create("someone-else")
+        stranger = Caller(caller.env, other, caller.card, caller.http)
+        await sent(stranger, binding, asking(), polling=True)  # not the caller's: never listed
+        in_context = []
+        for _ in range(3):
+            message = asking()
+            message.context_id = "release-42"
+            in_context.append((await sent(caller, binding, message, polling=True)).id)
+        alone = (await sent(caller, binding, asking(), polling=True)).id
+        answered = in_context[0]  # settled last: its status is the newest
+        await caller.env.click(await posted(caller.env, answered), "hitl_approve")
+        await wait_settled(caller, answered)
+        everything = await listed(caller, binding)
+        ids = [task.id for task in everything.tasks]
+        assert ids == [answered, alone, *reversed(in_context[1:])]
+        assert everything.total_size == 4 and everything.next_page_token == ""
+        assert not any(task.artifacts for task in everything.tasks)  # not asked for
+        with_answers = await listed(caller, binding, include_artifacts=True)
+        assert [len(task.artifacts) for task in with_answers.tasks] == [1, 0, 0, 0]
+        pages, token = [], ""
+        while True:
+            page = await listed(caller, binding, page_size=2, context_id="release-42",
+                                page_token=token)  # fmt: skip
+            assert page.page_size == 2 and page.total_size == 3
+            pages.append([task.id for task in page.tasks])
+            token = page.next_page_token
+            if not token:
+                break
+        assert pages == [[answered, in_context[2]], [in_context[1]]]
+        assert [t.id for t in (await listed(caller, binding, context_id=alone)).tasks] == [alone]
+        done = await listed(caller, binding, status=TaskState.TASK_STATE_COMPLETED)
+        assert [task.id for task in done.tasks] == [answered]
+        working = await listed(caller, binding, status=TaskState.TASK_STATE_WORKING)
+        assert len(working.tasks) == 3
+        never = await listed(caller, binding, status=TaskState.TASK_STATE_INPUT_REQUIRED)
+        assert not never.tasks and never.next_page_token == ""
+        later = Timestamp()
+        later.FromDatetime(datetime.now(UTC) + timedelta(hours=1))
+        assert not (await listed(caller, binding, status_timestamp_after=later)).tasks
+        earlier = Timestamp()
+        earlier.FromDatetime(datetime.now(UTC) - timedelta(hours=1))
+        assert len((await listed(caller, binding, status_timestamp_after=earlier)).tasks) == 4
+
+
+async def wait_settled(caller: Caller, task_id: str) -> None:
+    async with caller.client() as client:
+        for _ in range(int(WAIT / 0.02)):
+            task = await client.get_task(GetTaskRequest(id=task_id), context=caller.context)
+            if task.status.state != TaskState.TASK_STATE_WORKING:
+                return
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"task {task_id} never settled")
+
+
+async def test_list_tasks_answers_the_same_on_every_worker_and_refuses_bad_pages(
+    start_env: StartEnv,
+) -> None:
+    async with calling(start_env) as caller:
+        for _ in range(3):
+            await sent(caller, "JSONRPC", asking(), polling=True)
+        first = await rpc(caller, "ListTasks", {"pageSize": 2})
+        result = first["result"]
+        assert len(result["tasks"]) == 2 and result["nextPageToken"]
+        assert all("artifacts" not in task for task in result["tasks"])
+        second = await start_env()  # another worker on the same database
+        other = Caller(second, caller.token, caller.card, caller.http)
+        other.card = rebased(caller.card, caller.env.server.url, second.server.url)
+        rest = await other.http.get(second.server.url + "/a2a/rest/tasks", headers=headers(other),
+                                    params={"pageSize": 2})  # fmt: skip
+        assert rest.status_code == 200
+        assert [t["id"] for t in rest.json()["tasks"]] == [t["id"] for t in result["tasks"]]
+        last = await listed(other, "JSONRPC", page_size=2, page_token=result["nextPageToken"])
+        assert len(last.tasks) == 1 and last.next_page_token == ""
+        raw = await rpc(caller, "ListTasks", {"pageToken": result["nextPageToken"]})
+        assert raw["result"]["nextPageToken"] == ""  # present, empty, on the last page
+        for params in ({"pageSize": 0}, {"pageSize": 101}, {"pageToken": "not-ours"},
+                       {"historyLength": -1}):  # fmt: skip
+            refused = await rpc(caller, "ListTasks", params)
+            assert refused["error"]["code"] == -32602, (params, refused)
+        url, token = caller.env.server.url + "/a2a/rest/tasks", {"pageToken": "bm90LW91cnM"}
+        bad = await caller.http.get(url, params=token, headers=headers(caller))
+        assert bad.status_code == 400
