@@ -18,18 +18,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.request_handlers.response_helpers import (
+    agent_card_to_dict,
+    build_error_response,
+)
 from a2a.server.routes import (
     DefaultServerCallContextBuilder,
     create_jsonrpc_routes,
     create_rest_routes,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from a2a.utils.error_handlers import build_rest_error_payload
+from a2a.utils.errors import A2AError, ContentTypeNotSupportedError
 from aiohttp import web
 from starlette.applications import Starlette
 from starlette.requests import Request
 
 from adapters.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
+from adapters.a2a.errors import align
 from adapters.a2a.handler import GONE, REQUESTER, PersonHandler
 from adapters.a2a.loading import PushPorts
 from adapters.a2a.push import Pushes
@@ -72,6 +78,7 @@ for _name in ("jsonrpc_dispatcher", "rest_dispatcher"):
     logging.getLogger(f"a2a.server.routes.{_name}").addFilter(_OneLine())
 logging.getLogger("a2a.server.routes.jsonrpc_dispatcher").addFilter(_NoBodies())
 logging.getLogger("a2a.utils.error_handlers").addFilter(_OneLine())
+align()  # the HTTP statuses of A2A 1.0's table (adapters/a2a/errors.py)
 
 
 class _Context(DefaultServerCallContextBuilder):
@@ -121,6 +128,9 @@ class A2aDoor:
             refused = _error(401, "UNAUTHENTICATED", "a valid bearer token is needed")
             refused.headers["WWW-Authenticate"] = 'Bearer realm="hitl-bridge"'
             return refused
+        if request.method == "POST" and not _json_typed(request):
+            return _refused(request, ContentTypeNotSupportedError(
+                message="the body must be JSON (Content-Type: application/json)"))  # fmt: skip
         try:
             body = await read_body(request, MAX_BODY)
         except BodyTooLarge:
@@ -159,6 +169,24 @@ def _too_deep(body: bytes) -> bool:
     except ValueError:  # not JSON: the SDK says so in its binding's words
         return False
     return too_deep(value, MAX_DEPTH)
+
+
+def _json_typed(request: web.Request) -> bool:
+    """Whether the body is sent as JSON (or not typed at all: read as JSON, as the SDK does)."""
+    if "Content-Type" not in request.headers:
+        return True
+    kind = request.content_type.lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+def _refused(request: web.Request, error: A2AError) -> web.Response:
+    """`error` in the words of the request's binding, as the SDK would answer it."""
+    if request.path == JSONRPC_PATH:
+        return web.json_response(build_error_response(None, error))
+    payload = build_rest_error_payload(error)
+    return web.json_response(payload, status=payload["error"]["code"])
 
 
 def _gone(request: web.Request) -> bool:

@@ -23,6 +23,7 @@ from a2a.helpers.proto_helpers import new_data_part, new_text_message
 from a2a.types import (
     Artifact,
     Message,
+    Part,
     Role,
     Task,
     TaskArtifactUpdateEvent,
@@ -30,13 +31,13 @@ from a2a.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from adapters.a2a.card import SKILLS
+from adapters.a2a.card import JSON, SKILLS, TEXT
 from bot.doors.addresses import MAX_ADDRESS
 from bot.doors.service import Ask, RequestBody
 
@@ -51,6 +52,7 @@ STATES = {
     "expired": TaskState.TASK_STATE_FAILED,
     "undeliverable": TaskState.TASK_STATE_FAILED,
 }
+TAKEN = {"text": (TEXT,), "data": (JSON,)}  # each kind of part taken, and its media types
 Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
 
@@ -86,7 +88,10 @@ NEEDS = (
 
 
 def ask_of(message: Message) -> Ask:
-    """The door request a message asks for; InvalidParamsError saying what is wrong."""
+    """The door request a message asks for; InvalidParamsError saying what is wrong,
+    ContentTypeNotSupportedError for a part the door cannot take."""
+    for part in message.parts:
+        _check_type(part)
     options = _read(_Options, _whole(_dict(message.metadata)), "metadata")
     data = [part for part in message.parts if part.HasField("data")]
     texts = [part.text for part in message.parts if part.HasField("text") and part.text.strip()]
@@ -103,6 +108,18 @@ def ask_of(message: Message) -> Ask:
     if to is None:
         raise InvalidParamsError(message=f'"to" is missing: {NEEDS}', data={"field": "to"})
     return Ask(tool, arguments, to, timeout, idempotency_key=key_of(message), door="a2a")
+
+
+def _check_type(part: Part) -> None:
+    """A text part (text/plain) or a data part (application/json), else refused: a file's
+    bytes or URL, or a part of another media type, is nothing a person here is asked with."""
+    kind = part.WhichOneof("content")
+    taken = TAKEN.get(kind or "")
+    if taken is None or (part.media_type and part.media_type.lower() not in taken):
+        what = f"{kind} part" + (f" of type {part.media_type[:100]}" if part.media_type else "")
+        raise ContentTypeNotSupportedError(
+            message=f"a {what} is not taken: send text (text/plain) or data (application/json)"
+        )
 
 
 def _read(model: type[M], value: Any, where: str) -> M:

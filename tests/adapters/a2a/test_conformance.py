@@ -5,6 +5,7 @@ the served bridge."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
-from tests.adapters.a2a.conftest import Caller, asking, calling
+from tests.adapters.a2a.conftest import TO, Caller, asking, calling
 from tests.adapters.a2a.test_a2a import BINDINGS, rebased, sent
 from tests.adapters.api.test_api import posted
 from tests.adapters.slack.conftest import WAIT, StartEnv
@@ -178,3 +179,59 @@ async def test_list_tasks_answers_the_same_on_every_worker_and_refuses_bad_pages
         url, token = caller.env.server.url + "/a2a/rest/tasks", {"pageToken": "bm90LW91cnM"}
         bad = await caller.http.get(url, params=token, headers=headers(caller))
         assert bad.status_code == 400
+
+
+# -- media types --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"raw": "dGNr", "mediaType": "application/x-unsupported-tck-type"},
+        {"url": "https://example.com/plan.pdf", "mediaType": "application/pdf"},
+        {"text": "Which region?", "mediaType": "image/png"},
+        {"data": {"tool": "ask_question", "to": TO}, "mediaType": "text/csv"},
+    ],
+)
+async def test_a_part_of_a_media_type_the_door_does_not_take_is_content_type_not_supported(
+    start_env: StartEnv, part: JSON
+) -> None:
+    async with calling(start_env) as caller:
+        message = {"messageId": "m1", "role": "ROLE_USER", "parts": [part],
+                   "metadata": {"to": TO}}  # fmt: skip
+        body = await rpc(caller, "SendMessage", {"message": message})
+        assert body["error"]["code"] == -32005, body
+        url = caller.env.server.url + "/a2a/rest/message:send"
+        rest = await caller.http.post(url, json={"message": message}, headers=headers(caller))
+        assert rest.status_code == 415
+        doors = caller.env.server.service.doors
+        assert doors is not None and not await doors.doors.list("a2a-agent")  # nothing asked
+
+
+async def test_a_body_sent_as_another_content_type_is_content_type_not_supported(
+    start_env: StartEnv,
+) -> None:
+    async with calling(start_env) as caller:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+        sent_as = {**headers(caller), "Content-Type": "text/plain"}
+        url = caller.env.server.url + "/a2a"
+        body = await caller.http.post(url, content=json.dumps(call), headers=sent_as)
+        assert body.status_code == 200 and body.json()["error"]["code"] == -32005
+        rest = await caller.http.post(url + "/rest/message:send", content=b"{}", headers=sent_as)
+        assert rest.status_code == 415
+        assert rest.json()["error"]["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+
+
+async def test_the_http_json_errors_take_the_spec_s_statuses(start_env: StartEnv) -> None:
+    async with calling(start_env) as caller:
+        task = await sent(caller, "JSONRPC", asking(), polling=True)
+        url = f"{caller.env.server.url}/a2a/rest/tasks/{task.id}:cancel"
+        first = await caller.http.post(url, json={}, headers=headers(caller))
+        assert first.status_code == 200
+        again = await caller.http.post(url, json={}, headers=headers(caller))
+        assert again.status_code == 409  # TaskNotCancelableError, §5.4 (the SDK says 400)
+        assert again.json()["error"]["status"] == "FAILED_PRECONDITION"
+        subscribe = await caller.http.get(f"{caller.env.server.url}/a2a/rest/tasks/{task.id}"
+                                          ":subscribe", headers=headers(caller))  # fmt: skip
+        assert subscribe.status_code == 400  # UnsupportedOperationError: the task has ended
+        assert subscribe.json()["error"]["status"] == "UNIMPLEMENTED"
