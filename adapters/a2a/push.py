@@ -2,7 +2,8 @@
 and, once the task settles, its task POSTed to each config's URL by the webhook machinery
 (adapters/api/webhooks.py, handed in by adapters/doors.py as `PushPorts.enqueue`): signed as a
 webhook is, retried with backoff, checked for SSRF at create time and again at delivery, the
-config's token sent as `X-A2A-Notification-Token`. The body is what the SDK sends: a
+config's token sent as `X-A2A-Notification-Token` and its `authentication` (Bearer or Basic,
+A2A 1.0 §13.2) as `Authorization`. The body is what the SDK sends: a
 `StreamResponse` holding the task, as JSON.
 
 A request settles once (working, then completed, rejected, canceled or failed), so each config
@@ -10,12 +11,15 @@ gets one notification. A config made after its task settled is notified at once;
 it settles is notified once too (the settle's hook, or the config's creation, enqueues it: a
 delivery is unique per request and config).
 
-The token is the caller's; it is stored (it must be sent) but never logged or audited.
+The token and credentials are the caller's; they are stored (they must be sent) but never
+logged or audited.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import secrets
 from datetime import UTC, datetime
 
@@ -32,6 +36,8 @@ MAX_CONFIGS = 10  # configs a task may have: one a listener, a few listeners
 MAX_URL = 2048
 MAX_TOKEN = 1024
 MAX_ID = 64
+SCHEMES = {"bearer": "Bearer", "basic": "Basic"}  # AuthenticationInfo's schemes the door sends
+TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 9110's token68: one header-safe word
 
 
 def notification(body: RequestBody) -> str:
@@ -42,9 +48,35 @@ def notification(body: RequestBody) -> str:
 
 
 def config_message(config: PushConfig) -> TaskPushNotificationConfig:
-    return TaskPushNotificationConfig(
+    """The config as its caller gave it (its credentials too: the config is theirs alone)."""
+    message = TaskPushNotificationConfig(
         id=config.id, task_id=config.request_id, url=config.url, token=config.token or ""
     )
+    if config.auth_scheme is not None:
+        message.authentication.scheme = config.auth_scheme
+        message.authentication.credentials = config.auth_credentials or ""
+    return message
+
+
+def _authentication(params: TaskPushNotificationConfig) -> tuple[str | None, str | None]:
+    """The config's scheme (Bearer or Basic, as RFC 9110 names them) and credentials, checked
+    to fit in one header line; InvalidParamsError saying what is wrong. Basic credentials given
+    as "user:password" are sent base64-encoded, as RFC 7617 has them."""
+    if not params.HasField("authentication"):
+        return None, None
+    scheme = SCHEMES.get(params.authentication.scheme.strip().lower())
+    if scheme is None:
+        raise InvalidParamsError(message=f"push notification authentication scheme "
+                                 f"'{params.authentication.scheme[:20]}' is not offered: "
+                                 f"use {' or '.join(SCHEMES.values())}")  # fmt: skip
+    credentials = params.authentication.credentials.strip()
+    if scheme == "Basic" and ":" in credentials and not TOKEN68.fullmatch(credentials):
+        credentials = base64.b64encode(credentials.encode()).decode()
+    if not TOKEN68.fullmatch(credentials) or len(credentials) > MAX_TOKEN:
+        raise InvalidParamsError(message=f"push notification {scheme} credentials must be one "
+                                 f"token (letters, digits, -._~+/ then =), at most {MAX_TOKEN} "
+                                 "characters")  # fmt: skip
+    return scheme, credentials
 
 
 class Pushes:
@@ -63,16 +95,14 @@ class Pushes:
             raise InvalidParamsError(message=f"the push notification config's url is over "
                                      f"{MAX_URL} characters, its token over {MAX_TOKEN} or "
                                      f"its id over {MAX_ID}")  # fmt: skip
-        if params.HasField("authentication"):  # we would hold a credential for another service
-            raise InvalidParamsError(message="push notification authentication is not offered: "
-                                     "give a token (sent as X-A2A-Notification-Token); each "
-                                     "POST is signed (X-Hitl-Signature)")  # fmt: skip
+        scheme, credentials = _authentication(params)
         refused = await self.ports.check_url(url)
         if refused is not None:
             raise InvalidParamsError(message=f"push notification url refused: {refused}")
         return PushConfig(
             request_id=params.task_id, id=params.id or secrets.token_hex(8), requester=requester,
             url=url, token=params.token or None, created_at=datetime.now(UTC),
+            auth_scheme=scheme, auth_credentials=credentials,
         )  # fmt: skip
 
     async def keep(self, config: PushConfig) -> None:

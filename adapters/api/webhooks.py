@@ -160,9 +160,11 @@ class Webhooks:
     async def enqueue_push(self, config: PushConfig, body: str) -> None:
         """Write an A2A push notification's delivery of `body` (the task, as A2A serializes
         it) to `config` (once per request and config), sent as a webhook is (signed, retried,
-        checked), the config's token in X-A2A-Notification-Token."""
+        checked), the config's token in X-A2A-Notification-Token, its authentication (if any) in
+        Authorization."""
         await self._add(config.request_id, config.requester, config.url, body,
-                        push_config=config.id, push_token=config.token)  # fmt: skip
+                        push_config=config.id, push_token=config.token,
+                        push_authorization=config.authorization)  # fmt: skip
 
     async def _add(self, request_id: str, requester: str, url: str, raw: str, **push: Any) -> None:
         now = datetime.now(UTC)
@@ -287,6 +289,8 @@ class Webhooks:
         }  # fmt: skip
         if delivery.push_token:  # A2A's: the receiver tells this task's notifications by it
             headers[NOTIFICATION_TOKEN] = delivery.push_token
+        if delivery.push_authorization:  # A2A's AuthenticationInfo: the receiver's credentials
+            headers["Authorization"] = delivery.push_authorization
         try:
             checked_target(delivery.url, self.allow_private)  # an IP literal is not resolved: here
             async with self._session.post(

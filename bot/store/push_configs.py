@@ -27,6 +27,15 @@ class PushConfig:
     url: str
     token: str | None
     created_at: datetime
+    auth_scheme: str | None = None  # AuthenticationInfo's: "Bearer" or "Basic"
+    auth_credentials: str | None = None  # sent after it as Authorization (never logged)
+
+    @property
+    def authorization(self) -> str | None:
+        """The Authorization header each notification is sent with, if any."""
+        if self.auth_scheme is None:
+            return None
+        return f"{self.auth_scheme} {self.auth_credentials or ''}".strip()
 
 
 _COLUMNS = tuple(field.name for field in fields(PushConfig))
@@ -40,7 +49,7 @@ def put(conn: Connection, config: PushConfig, cap: int) -> bool:
     """Write `config` (replacing the request's config of the same id); False, nothing written,
     if it is new and the request has `cap` configs already."""
     values = asdict(config)
-    changed = {k: values[k] for k in ("url", "token")}
+    changed = {k: values[k] for k in ("url", "token", "auth_scheme", "auth_credentials")}
     key = _key(config.request_id, config.id)
     if conn.execute(update(push_configs).where(key).values(**changed)).rowcount == 1:
         return True

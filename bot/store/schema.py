@@ -355,6 +355,7 @@ class WebhookRow(Base):
     # it is sent with (X-A2A-Notification-Token): the caller's, to tell our POSTs from others.
     push_config: Mapped[str] = mapped_column(String, default="", server_default="")
     push_token: Mapped[str | None] = mapped_column(Text)
+    push_authorization: Mapped[str | None] = mapped_column(Text)  # its Authorization header
 
 
 class PushConfigRow(Base):
@@ -369,6 +370,8 @@ class PushConfigRow(Base):
     url: Mapped[str] = mapped_column(Text)
     token: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    auth_scheme: Mapped[str | None] = mapped_column(String)  # Bearer or Basic (0022)
+    auth_credentials: Mapped[str | None] = mapped_column(Text)
 
 
 class VoteRow(Base):

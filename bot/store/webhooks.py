@@ -61,6 +61,7 @@ class WebhookDelivery:
     outcome: str | None = None
     push_config: str = ""  # an A2A push config's id; "": the request's callback URL
     push_token: str | None = None  # sent as X-A2A-Notification-Token (never logged)
+    push_authorization: str | None = None  # sent as Authorization (never logged)
 
 
 _COLUMNS = tuple(field.name for field in fields(WebhookDelivery))

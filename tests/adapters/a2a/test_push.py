@@ -6,12 +6,14 @@ HITL_WEBHOOK_ALLOW_PRIVATE), signed as a webhook, with the config's token."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 from a2a.types import (
+    AuthenticationInfo,
     DeleteTaskPushNotificationConfigRequest,
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
@@ -225,3 +227,62 @@ async def test_a_click_on_another_worker_settles_and_notifies(
         headers, pushed = await receiver.one()
         await check_signed(caller, headers, receiver.got[0][1])
         assert pushed.task.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+SECRET = "s3cr3t-credential-9f2b"
+
+
+@pytest.mark.parametrize(
+    ("scheme", "credentials", "sent_as"),
+    [
+        ("Bearer", SECRET, f"Bearer {SECRET}"),
+        ("bearer", SECRET, f"Bearer {SECRET}"),  # scheme names are case-insensitive
+        ("Basic", "bob:" + SECRET, "Basic " + base64.b64encode(f"bob:{SECRET}".encode()).decode()),
+    ],
+)
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_config_s_authentication_is_sent_on_delivery_and_never_logged(
+    start_env: StartEnv,
+    receiver: Receiver,
+    binding: str,
+    scheme: str,
+    credentials: str,
+    sent_as: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with calling(start_env, **PRIVATE) as caller, caller.client(binding) as client:
+        working = await sent(caller, binding, asking(), polling=True)
+        asked = TaskPushNotificationConfig(
+            task_id=working.id, url=receiver.url, token=TOKEN,
+            authentication=AuthenticationInfo(scheme=scheme, credentials=credentials),
+        )  # fmt: skip
+        made = await client.create_task_push_notification_config(asked, context=caller.context)
+        assert made.authentication.scheme in ("Bearer", "Basic")  # told back to its owner
+        await caller.env.click(await posted(caller.env, working.id), "hitl_approve")
+        headers, pushed = await receiver.one()
+        assert headers["Authorization"] == sent_as
+        await check_signed(caller, headers, receiver.got[0][1])
+        assert pushed.task.status.state == TaskState.TASK_STATE_COMPLETED
+        lines = await caller.env.store.list_audit(request_id=working.id)
+        assert SECRET not in repr(lines)
+    assert SECRET not in caplog.text and base64.b64encode(SECRET.encode()).decode()[:12] not in (
+        caplog.text
+    )
+
+
+async def test_an_authentication_the_door_cannot_send_is_one_error(start_env: StartEnv) -> None:
+    async with calling(start_env) as caller, caller.client() as client:
+        working = await sent(caller, "JSONRPC", asking(), polling=True)
+        for scheme, credentials, words in (
+            ("Digest", "abc", "scheme 'Digest' is not offered"),
+            ("Bearer", "two words", "must be one token"),
+            ("Bearer", "line\r\nX-Evil: 1", "must be one token"),
+            ("Bearer", "", "must be one token"),
+        ):
+            asked = TaskPushNotificationConfig(
+                task_id=working.id, url="https://example.com/hook",
+                authentication=AuthenticationInfo(scheme=scheme, credentials=credentials),
+            )  # fmt: skip
+            with pytest.raises(InvalidParamsError, match=words):
+                await client.create_task_push_notification_config(asked, context=caller.context)

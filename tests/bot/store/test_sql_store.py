@@ -544,7 +544,7 @@ def test_plain_urls_get_the_async_drivers(url: str, driver: str) -> None:
 
 
 async def test_schema_revision_is_current(store: SqlStore) -> None:
-    assert await store.current_revision() == "0021"
+    assert await store.current_revision() == "0022"
     assert await store.schema_revision_ok()
 
 
