@@ -329,6 +329,10 @@ class Server:
         except BaseException:
             await server.stop()
             raise
+        if service.doors is not None and settings.public_url is None:  # said once, here
+            log.warning("HITL_PUBLIC_URL is unset: the A2A AgentCard names the address each "
+                        "caller reached (%s here); set HITL_PUBLIC_URL to the address agents "
+                        "use", server.url)  # fmt: skip
         service.ready = True
         return server
 

@@ -12,6 +12,8 @@ one A2A error; what it logs of a client's error stays one line (`_OneLine`), no 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import logging
 from collections.abc import Mapping
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 MAX_BODY = 256 * 1024  # bytes, as the HTTP API's: a request's arguments are a form's worth
 MAX_DEPTH = 32  # nesting of the JSON body: a message's form fields sit about ten deep
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+CARD_CACHE = "public, max-age=300"  # the card changes with a release: 5 minutes stale at most
 
 
 class _OneLine(logging.Filter):
@@ -110,8 +113,14 @@ class A2aDoor:
         self._refusals = Throttled(log, LOG_EVERY)
 
     async def card(self, request: web.Request) -> web.Response:
-        base = self.public_url or f"{request.scheme}://{request.host}"
-        return web.json_response(agent_card_to_dict(agent_card(base)))
+        """The card, with an ETag and a max-age (304 when the caller has it). Its URLs are
+        HITL_PUBLIC_URL's, else the address the request reached (this socket's, never the
+        Host header a caller may set)."""
+        body, etag = _card(self.public_url or _local_base(request))
+        headers = {"ETag": etag, "Cache-Control": CARD_CACHE}
+        if _etags(request.headers.get("If-None-Match", "")) & {etag, "*"}:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=body, content_type="application/json", headers=headers)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         presented = bearer(request.headers.get("Authorization"))
@@ -143,6 +152,31 @@ class A2aDoor:
             return _error(400, "INVALID_ARGUMENT", why)
         extra = {REQUESTER: token.name, GONE: lambda: _gone(request)}
         return await serve_asgi(self.app, request, extra, body)
+
+
+@functools.lru_cache(maxsize=16)  # a few bases at most: the public URL, or this host's addresses
+def _card(base: str) -> tuple[bytes, str]:
+    """The card's JSON under `base`, and its ETag (its digest: a new version is a new tag)."""
+    body = json.dumps(agent_card_to_dict(agent_card(base)), separators=(",", ":")).encode()
+    return body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def _etags(header: str) -> set[str]:
+    """The entity tags of an If-None-Match header, weak ones as strong (a weak comparison)."""
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return tags - {""}
+
+
+def _local_base(request: web.Request) -> str:
+    """http(s)://the local address the request reached."""
+    scheme = (
+        "https" if request.transport and request.transport.get_extra_info("sslcontext") else "http"
+    )
+    where = request.transport.get_extra_info("sockname") if request.transport else None
+    if not where:
+        return f"{scheme}://127.0.0.1"
+    host, port = str(where[0]), int(where[1])
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def _no_500(app: AsgiApp) -> AsgiApp:

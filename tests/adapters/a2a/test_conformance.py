@@ -235,3 +235,49 @@ async def test_the_http_json_errors_take_the_spec_s_statuses(start_env: StartEnv
                                           ":subscribe", headers=headers(caller))  # fmt: skip
         assert subscribe.status_code == 400  # UnsupportedOperationError: the task has ended
         assert subscribe.json()["error"]["status"] == "UNIMPLEMENTED"
+
+
+# -- the AgentCard ------------------------------------------------------------------------------
+
+
+async def test_the_card_has_an_etag_and_a_max_age_and_answers_304_when_unchanged(
+    start_env: StartEnv,
+) -> None:
+    async with calling(start_env) as caller:
+        url = caller.env.server.url + "/.well-known/agent-card.json"
+        first = await caller.http.get(url)
+        etag = first.headers["ETag"]
+        assert etag.startswith('"') and etag.endswith('"')
+        assert "max-age=" in first.headers["Cache-Control"]
+        again = await caller.http.get(url, headers={"If-None-Match": etag})
+        assert again.status_code == 304 and not again.content
+        assert again.headers["ETag"] == etag and "max-age=" in again.headers["Cache-Control"]
+        listed = await caller.http.get(url, headers={"If-None-Match": f'"other", {etag}'})
+        assert listed.status_code == 304
+        weak = await caller.http.get(url, headers={"If-None-Match": f"W/{etag}"})
+        assert weak.status_code == 304  # If-None-Match compares weakly (RFC 9110 §13.1.2)
+        stale = await caller.http.get(url, headers={"If-None-Match": '"stale"'})
+        assert stale.status_code == 200 and stale.json() == first.json()
+
+
+async def test_the_card_s_urls_never_come_from_the_host_header(start_env: StartEnv) -> None:
+    async with calling(start_env) as caller:
+        url = caller.env.server.url + "/.well-known/agent-card.json"
+        card = (await caller.http.get(url, headers={"Host": "evil.example.com"})).json()
+        urls = [i["url"] for i in card["supportedInterfaces"]] + [card["provider"]["url"]]
+        assert all(u.startswith(caller.env.server.url) for u in urls), urls
+        public = await start_env(HITL_PUBLIC_URL="https://hitl.example.org/")
+        named = (await caller.http.get(public.server.url + "/.well-known/agent-card.json",
+                                       headers={"Host": "evil.example.com"})).json()  # fmt: skip
+        assert named["supportedInterfaces"][0]["url"] == "https://hitl.example.org/a2a"
+
+
+async def test_serve_warns_once_at_start_when_the_public_url_is_unset(
+    start_env: StartEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    await start_env()
+    warned = [r for r in caplog.records if "HITL_PUBLIC_URL is unset" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelname == "WARNING"
+    caplog.clear()
+    await start_env(HITL_PUBLIC_URL="https://hitl.example.org")
+    assert not [r for r in caplog.records if "HITL_PUBLIC_URL" in r.getMessage()]
