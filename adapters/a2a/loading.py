@@ -54,7 +54,7 @@ class LoadingA2aDoor:
     def mount(self, app: web.Application) -> None:
         app.router.add_get(CARD_PATH, self.card)
         app.router.add_post(PATH, self.handle)
-        for method in ("GET", "POST"):
+        for method in ("GET", "POST", "DELETE"):  # every method the HTTP+JSON binding has
             app.router.add_route(method, PATH + "/rest/{tail:.+}", self.handle)
 
     async def start(self) -> None:

@@ -10,10 +10,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from a2a.server.routes import create_rest_routes
 from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse, TaskState
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.timestamp_pb2 import Timestamp
+from starlette.routing import Route
 
+from adapters.a2a.handler import PersonHandler
 from bot.doors.tokens import Tokens
 from bot.store.doors import DoorTables
 from tests.adapters.a2a.conftest import TO, Caller, asking, calling
@@ -281,3 +284,29 @@ async def test_serve_warns_once_at_start_when_the_public_url_is_unset(
     caplog.clear()
     await start_env(HITL_PUBLIC_URL="https://hitl.example.org")
     assert not [r for r in caplog.records if "HITL_PUBLIC_URL" in r.getMessage()]
+
+
+# -- the HTTP+JSON binding's routes -------------------------------------------------------------
+
+
+async def test_every_http_json_route_is_mounted_delete_included(start_env: StartEnv) -> None:
+    async with calling(start_env, HITL_WEBHOOK_ALLOW_PRIVATE=1) as caller:
+        task = await sent(caller, "JSONRPC", asking(), polling=True)
+        base = caller.env.server.url + "/a2a/rest"
+        config = {"url": "http://127.0.0.1:9/hook", "id": "c1"}
+        made = await caller.http.post(f"{base}/tasks/{task.id}/pushNotificationConfigs",
+                                      json=config, headers=headers(caller))  # fmt: skip
+        assert made.status_code == 200, made.text
+        for route in create_rest_routes(PersonHandler.__new__(PersonHandler)):
+            if not isinstance(route, Route):  # the tenant's Mount: the same routes again
+                continue
+            path = route.path.replace("{id}", task.id).replace("{push_id}", "c1")
+            for method in sorted(route.methods or ()):
+                if method == "HEAD" or path.endswith((":send", ":stream", ":subscribe")):
+                    continue  # asking or streaming: tested as themselves
+                got = await caller.http.request(method, base + path, headers=headers(caller),
+                                                json={} if method == "POST" else None)  # fmt: skip
+                assert got.status_code != 405, (method, path)
+        gone = await caller.http.get(f"{base}/tasks/{task.id}/pushNotificationConfigs",
+                                     headers=headers(caller))  # fmt: skip
+        assert gone.json().get("configs", []) == []  # the DELETE above removed it
