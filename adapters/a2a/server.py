@@ -6,8 +6,11 @@ Each call is authenticated first, from its headers alone (a bearer token of
 bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), its
 body then read up to `MAX_BODY` (413 beyond), refused if it nests deeper than `MAX_DEPTH`, and
 handed to the SDK with the token's name, which every method acts as (adapters/a2a/handler.py).
-The SDK checks the `A2A-Version` header (1.x), parses the body and answers a malformed one with
-one A2A error; what it logs of a client's error stays one line (`_OneLine`), no traceback.
+A body not sent as JSON is ContentTypeNotSupportedError; an `A2A-Version` other than 1.x is
+refused here, the header cut and its warning said once a value (adapters/a2a/versions.py). The
+SDK parses the body and answers a malformed one with one A2A error; what it logs of a client's
+error stays one line (`_OneLine`), no traceback. The card has an ETag and a max-age, its URLs
+HITL_PUBLIC_URL's or the local socket's (never the Host header).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from a2a.server.routes import (
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.error_handlers import build_rest_error_payload
-from a2a.utils.errors import A2AError, ContentTypeNotSupportedError
+from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, VersionNotSupportedError
 from aiohttp import web
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -41,6 +44,7 @@ from adapters.a2a.errors import align
 from adapters.a2a.handler import GONE, REQUESTER, PersonHandler
 from adapters.a2a.loading import PushPorts
 from adapters.a2a.push import Pushes
+from adapters.a2a.versions import HEADER, RefusedVersions, compatible, shown
 from adapters.http_limits import (
     LOG_EVERY,
     BodyTooLarge,
@@ -111,6 +115,7 @@ class A2aDoor:
         ]
         self.app: AsgiApp = _no_500(Starlette(routes=routes))
         self._refusals = Throttled(log, LOG_EVERY)
+        self._versions = RefusedVersions(log)
 
     async def card(self, request: web.Request) -> web.Response:
         """The card, with an ETag and a max-age (304 when the caller has it). Its URLs are
@@ -150,6 +155,11 @@ class A2aDoor:
                 rpc = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": why}}
                 return web.json_response(rpc)
             return _error(400, "INVALID_ARGUMENT", why)
+        version = request.headers.get(HEADER, "")
+        if not compatible(version):  # the SDK would repeat the header whole, and log it
+            self._versions.refused(version, request.remote)
+            told = f"A2A version '{shown(version)}' is not supported: send {HEADER}: 1.0"
+            return _refused(request, VersionNotSupportedError(message=told), _rpc_id(body))
         extra = {REQUESTER: token.name, GONE: lambda: _gone(request)}
         return await serve_asgi(self.app, request, extra, body)
 
@@ -215,12 +225,24 @@ def _json_typed(request: web.Request) -> bool:
     )
 
 
-def _refused(request: web.Request, error: A2AError) -> web.Response:
+def _refused(
+    request: web.Request, error: A2AError, rpc_id: str | int | None = None
+) -> web.Response:
     """`error` in the words of the request's binding, as the SDK would answer it."""
     if request.path == JSONRPC_PATH:
-        return web.json_response(build_error_response(None, error))
+        return web.json_response(build_error_response(rpc_id, error))
     payload = build_rest_error_payload(error)
     return web.json_response(payload, status=payload["error"]["code"])
+
+
+def _rpc_id(body: bytes) -> str | int | None:
+    """The JSON-RPC request's id, if it has one a response may repeat."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    found = value.get("id") if isinstance(value, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
 def _gone(request: web.Request) -> bool:

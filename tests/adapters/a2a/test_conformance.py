@@ -310,3 +310,31 @@ async def test_every_http_json_route_is_mounted_delete_included(start_env: Start
         gone = await caller.http.get(f"{base}/tasks/{task.id}/pushNotificationConfigs",
                                      headers=headers(caller))  # fmt: skip
         assert gone.json().get("configs", []) == []  # the DELETE above removed it
+
+
+# -- the A2A-Version header ---------------------------------------------------------------------
+
+
+async def test_an_unsupported_a2a_version_is_cut_and_its_warning_said_once_per_value(
+    start_env: StartEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with calling(start_env) as caller:
+        caplog.clear()
+        huge = "9." + "x" * 8000
+        call = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "x"}}
+        url = caller.env.server.url + "/a2a"
+        for version in [huge] * 20 + ["0.3"] * 5:
+            sent_with = {**headers(caller), "A2A-Version": version}
+            body = (await caller.http.post(url, json=call, headers=sent_with)).json()
+            assert body["error"]["code"] == -32009 and body["id"] == 7
+            assert len(body["error"]["message"]) < 200
+            rest = await caller.http.get(url + "/rest/tasks/x", headers=sent_with)
+            assert rest.status_code == 400 and "x" * 100 not in rest.text
+        said = [r for r in caplog.records if "A2A-Version" in r.getMessage()]
+        assert len(said) == 2, [r.getMessage()[:100] for r in said]  # one a distinct value
+        assert all(len(r.getMessage()) < 300 for r in caplog.records)
+        assert "x" * 100 not in caplog.text
+        fine = await caller.http.post(
+            url, json=call, headers={**headers(caller), "A2A-Version": "1.0"}
+        )
+        assert fine.json()["error"]["code"] == -32001  # past the check: the task is not found
