@@ -91,6 +91,7 @@ def open_doors(
     api = ApiDoor(doors, tokens, check_callback=check_callback)
     mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)
     push = PushPorts(PushConfigTables(store), check_callback, webhooks.enqueue_push)
-    a2a = LoadingA2aDoor(doors, tokens, push, public_url=settings.public_url)
+    a2a = LoadingA2aDoor(doors, tokens, push, public_url=settings.public_url,
+                         default_to=settings.a2a_default_to)  # fmt: skip
     doors.on_settled(a2a.settled)  # A2A's push notifications, through the same webhooks
     return DoorService(doors, tokens, api, webhooks, mcp, a2a)

@@ -71,6 +71,7 @@ class Settings(BaseSettings):
     # AG-UI agent turns one token may run at once on a worker (each a model call or a request).
     ag_ui_turns_per_token: int = Field(10, alias="HITL_AG_UI_TURNS_PER_TOKEN", ge=1)
     mcp_default_to: str | None = Field(None, alias="HITL_MCP_DEFAULT_TO")
+    a2a_default_to: str | None = Field(None, alias="HITL_A2A_DEFAULT_TO")
     # Where callers reach this service (behind a proxy): the A2A card's interfaces are under it.
     public_url: str | None = Field(None, alias="HITL_PUBLIC_URL")
     # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
@@ -144,7 +145,7 @@ class Settings(BaseSettings):
         """Where the metrics are served (HITL_METRICS_ADDRESS), or None: not served."""
         return metrics_host_port(self.metrics_address) if self.metrics_address else None
 
-    @field_validator("mcp_default_to")
+    @field_validator("mcp_default_to", "a2a_default_to")
     @classmethod
     def _an_address(cls, value: str | None) -> str | None:
         if value:

@@ -68,9 +68,10 @@ T = TypeVar("T")
 class PersonHandler(RequestHandler):
     """The A2A methods of one bridge (see the module's docstring)."""
 
-    def __init__(self, doors: Doors, pushes: Pushes) -> None:
+    def __init__(self, doors: Doors, pushes: Pushes, default_to: str | None = None) -> None:
         self.doors = doors
         self.pushes = pushes
+        self.default_to = default_to  # who a message naming nobody asks (HITL_A2A_DEFAULT_TO)
 
     # -- the task methods -------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ class PersonHandler(RequestHandler):
         message = params.message
         if message.task_id:
             await self._named(message, context)
-        asked = ask_of(message)
+        asked = ask_of(message, self.default_to)
         push = None
         if params.configuration.HasField("task_push_notification_config"):  # checked first:
             config = params.configuration.task_push_notification_config  # no task if refused

@@ -45,9 +45,11 @@ class LoadingA2aDoor:
     doors' hook that sends a settled task's push notifications."""
 
     def __init__(
-        self, doors: Doors, tokens: Tokens, push: PushPorts, *, public_url: str | None = None
-    ) -> None:
+        self, doors: Doors, tokens: Tokens, push: PushPorts, *, public_url: str | None = None,
+        default_to: str | None = None,
+    ) -> None:  # fmt: skip
         self._doors, self._tokens, self._public_url = doors, tokens, public_url
+        self._default_to = default_to
         self.push = push
         self._loading: asyncio.Task[A2aDoor] | None = None
 
@@ -93,8 +95,9 @@ class LoadingA2aDoor:
         try:
             server = await import_after_ready(SERVER_MODULE, "A2A")
             door: A2aDoor = server.A2aDoor(
-                self._doors, self._tokens, self.push, public_url=self._public_url
-            )
+                self._doors, self._tokens, self.push, public_url=self._public_url,
+                default_to=self._default_to,
+            )  # fmt: skip
         except Exception as err:
             log.error("A2A: the door did not start, /a2a answers 503: %s", err)
             raise

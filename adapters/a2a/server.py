@@ -103,12 +103,13 @@ class A2aDoor:
     """The A2A routes (see the module's docstring)."""
 
     def __init__(
-        self, doors: Doors, tokens: Tokens, push: PushPorts, *, public_url: str | None = None
-    ) -> None:
+        self, doors: Doors, tokens: Tokens, push: PushPorts, *, public_url: str | None = None,
+        default_to: str | None = None,
+    ) -> None:  # fmt: skip
         self.tokens = tokens
         self.public_url = public_url.rstrip("/") if public_url else None
         self.pushes = Pushes(push)
-        handler, context = PersonHandler(doors, self.pushes), _Context()
+        handler, context = PersonHandler(doors, self.pushes, default_to), _Context()
         routes = [
             *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
             *create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),

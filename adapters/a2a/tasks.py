@@ -87,7 +87,7 @@ NEEDS = (
 )
 
 
-def ask_of(message: Message) -> Ask:
+def ask_of(message: Message, default_to: str | None = None) -> Ask:
     """The door request a message asks for; InvalidParamsError saying what is wrong,
     ContentTypeNotSupportedError for a part the door cannot take."""
     for part in message.parts:
@@ -98,11 +98,12 @@ def ask_of(message: Message) -> Ask:
     if data:
         asked = _read(_Asked, _whole(MessageToDict(data[0].data)), "data part")
         tool = SKILLS[asked.tool].tool if asked.tool in SKILLS else asked.tool
-        to, timeout = asked.to or options.to, asked.timeout_seconds or options.timeout_seconds
+        to = asked.to or options.to or default_to
+        timeout = asked.timeout_seconds or options.timeout_seconds
         arguments = asked.arguments
     elif texts:
         tool, arguments = "AskUserQuestion", {"question": "\n".join(texts)}
-        to, timeout = options.to, options.timeout_seconds
+        to, timeout = options.to or default_to, options.timeout_seconds
     else:
         raise InvalidParamsError(message=NEEDS)
     if to is None:

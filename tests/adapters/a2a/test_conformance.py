@@ -338,3 +338,13 @@ async def test_an_unsupported_a2a_version_is_cut_and_its_warning_said_once_per_v
             url, json=call, headers={**headers(caller), "A2A-Version": "1.0"}
         )
         assert fine.json()["error"]["code"] == -32001  # past the check: the task is not found
+
+
+async def test_a_message_naming_nobody_asks_the_default_addressee(start_env: StartEnv) -> None:
+    async with calling(start_env, HITL_A2A_DEFAULT_TO=TO) as caller:
+        message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Which region?"}]}
+        params = {"message": message, "configuration": {"returnImmediately": True}}
+        body = await rpc(caller, "SendMessage", params)
+        task = body["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_WORKING"
+        assert task["metadata"]["hitl"]["to"] == TO
