@@ -147,8 +147,9 @@ def free_port() -> int:
 
 
 async def start_service(
-    db_url: str, slack: FakeSlack, model: FakeAnthropic, http: aiohttp.ClientSession
-) -> tuple[asyncio.subprocess.Process, str]:
+    db_url: str, slack: FakeSlack, model: FakeAnthropic, http: aiohttp.ClientSession,
+    extra: dict[str, str] | None = None,
+) -> tuple[asyncio.subprocess.Process, str]:  # fmt: skip
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("HITL_", "SLACK_"))},
@@ -162,6 +163,7 @@ async def start_service(
         "SLACK_API_URL": slack.base_url,
         "ANTHROPIC_API_KEY": "bench",
         "ANTHROPIC_BASE_URL": model.base_url,
+        **(extra or {}),
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "adapters.cli", "serve", cwd=ROOT, env=env

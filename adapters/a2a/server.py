@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 MAX_BODY = 256 * 1024  # bytes, as the HTTP API's: a request's arguments are a form's worth
 MAX_DEPTH = 32  # nesting of the JSON body: a message's form fields sit about ten deep
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+A2A_JSON = b"application/a2a+json"
 CARD_CACHE = "public, max-age=300"  # the card changes with a release: 5 minutes stale at most
 
 
@@ -191,19 +192,29 @@ def _local_base(request: web.Request) -> str:
 
 
 def _no_500(app: AsgiApp) -> AsgiApp:
-    """`app`, its 500s sent as 503: the SDK answers what its handler raised unexpectedly (here
-    only a store outage, as an InternalError) with 500, and nothing of ours answers 500: the
-    client may try again."""
+    """`app`, its 500s sent as 503 (the SDK answers what its handler raised unexpectedly, here
+    only a store outage, as an InternalError, with 500, and nothing of ours answers 500: the
+    client may try again), its JSON typed `application/json` (`_plain_json`)."""
 
     async def served(scope: AsgiScope, receive: Receive, send: Send) -> None:
         async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 500:
-                message = {**message, "status": 503}
+            if message["type"] == "http.response.start":
+                status = 503 if message["status"] == 500 else message["status"]
+                message = {**message, "status": status, "headers": _plain_json(message)}
             await send(message)
 
         await app(scope, receive, sending)
 
     return served
+
+
+def _plain_json(start: Message) -> list[tuple[bytes, bytes]]:
+    """The response's headers, `application/a2a+json` (the SDK's HTTP+JSON type) sent as
+    `application/json`, as A2A 1.0 §11.1 has it for that binding's requests and responses."""
+    return [
+        (name, b"application/json" if name == b"content-type" and value == A2A_JSON else value)
+        for name, value in start.get("headers", [])
+    ]
 
 
 def _too_deep(body: bytes) -> bool:

@@ -232,9 +232,16 @@ def sentence(body: RequestBody) -> str:
 
 
 def _told(body: RequestBody) -> dict[str, Any]:
+    """The request as the task's metadata tells it, in A2A's camelCase (§5.5)."""
     keys = ("status", "tool", "to", "arguments", "created_at", "expires_at", "answered_by",
             "answered_at", "reason")  # fmt: skip
-    return {"request_id": body["id"], **{k: body[k] for k in keys if body.get(k) is not None}}
+    told = {k: body[k] for k in keys if body.get(k) is not None}
+    return {"requestId": body["id"], **{_camel(k): v for k, v in told.items()}}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 def _moment(body: RequestBody) -> Timestamp:

@@ -348,3 +348,22 @@ async def test_a_message_naming_nobody_asks_the_default_addressee(start_env: Sta
         task = body["result"]["task"]
         assert task["status"]["state"] == "TASK_STATE_WORKING"
         assert task["metadata"]["hitl"]["to"] == TO
+
+
+async def test_http_json_answers_as_application_json_and_fields_are_camel_case(
+    start_env: StartEnv,
+) -> None:
+    async with calling(start_env) as caller:
+        url = caller.env.server.url + "/a2a/rest/message:send"
+        message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Which region?"}],
+                   "metadata": {"to": TO}}  # fmt: skip
+        params = {"message": message, "configuration": {"returnImmediately": True}}
+        made = await caller.http.post(url, json=params, headers=headers(caller))
+        assert made.headers["Content-Type"] == "application/json"  # §11.1, the SDK's a2a+json
+        task = made.json()["task"]
+        got = await caller.http.get(f"{caller.env.server.url}/a2a/rest/tasks/{task['id']}",
+                                    headers=headers(caller))  # fmt: skip
+        assert got.headers["Content-Type"] == "application/json"
+        told = got.json()["metadata"]["hitl"]
+        assert told["requestId"] == task["id"] and "createdAt" in told and "expiresAt" in told
+        assert not [key for key in told if "_" in key]
