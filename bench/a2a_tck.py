@@ -115,7 +115,9 @@ async def run_kit(args: argparse.Namespace, base: str, token: str) -> Path:
 def binding_of(case: ET.Element) -> str:
     """Which binding a test case ran on, by its parameter or its module."""
     where = f"{case.get('classname', '')}::{case.get('name', '')}".lower()
-    for mark, binding in (("grpc", "gRPC"), ("http_json", "HTTP+JSON"), ("jsonrpc", "JSON-RPC")):
+    marks = (("grpc", "gRPC"), ("http_json", "HTTP+JSON"), ("jsonrpc", "JSON-RPC"),
+             ("_rest", "HTTP+JSON"))  # fmt: skip
+    for mark, binding in marks:
         if mark in where:
             return binding
     return "card"  # the AgentCard's own tests: no binding
