@@ -33,13 +33,12 @@ async def list_tasks(doors: Doors, requester: str, params: ListTasksRequest) -> 
     if params.status != TaskState.TASK_STATE_UNSPECIFIED and not query.statuses:
         return ListTasksResponse(next_page_token="", page_size=limit, total_size=0)
     bodies, total = await doors.tasks(requester, query)
-    more = len(bodies) > limit
-    bodies = bodies[:limit]
+    page = bodies[:limit]
+    token = _cursor(page[-1]) if len(bodies) > limit else ""  # the page's end, as read
     if params.context_id:  # the one request whose id it is, if it named another context
-        bodies = [body for body in bodies if context_of(body) == params.context_id[:MAX_ID]]
-    response = ListTasksResponse(page_size=limit, total_size=total,
-                                 next_page_token=_cursor(bodies[-1]) if more else "")  # fmt: skip
-    for body in bodies:
+        page = [body for body in page if context_of(body) == params.context_id[:MAX_ID]]
+    response = ListTasksResponse(page_size=limit, total_size=total, next_page_token=token)
+    for body in page:
         task = task_of(body)
         if not params.include_artifacts:
             task.ClearField("artifacts")

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 from a2a.server.routes import create_rest_routes
-from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    TaskState,
+)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.routing import Route
@@ -367,3 +373,22 @@ async def test_http_json_answers_as_application_json_and_fields_are_camel_case(
         told = got.json()["metadata"]["hitl"]
         assert told["requestId"] == task["id"] and "createdAt" in told and "expiresAt" in told
         assert not [key for key in told if "_" in key]
+
+
+async def test_list_tasks_by_context_never_lists_a_task_whose_id_is_not_its_context(
+    start_env: StartEnv,
+) -> None:
+    async with calling(start_env) as caller:
+        first = asking()
+        first.context_id = "ctx-a"
+        a = await sent(caller, "JSONRPC", first, polling=True)
+        second = asking()
+        second.context_id = a.id  # a context named after another task's id
+        b = await sent(caller, "JSONRPC", second, polling=True)
+        async with caller.client() as client:  # a settles last: its status is the newest
+            await client.cancel_task(CancelTaskRequest(id=a.id), context=caller.context)
+        page = await listed(caller, "JSONRPC", context_id=a.id, page_size=1)
+        assert not page.tasks and page.next_page_token  # a read, not a's context: not listed
+        last = await listed(caller, "JSONRPC", context_id=a.id, page_size=1,
+                            page_token=page.next_page_token)  # fmt: skip
+        assert [task.id for task in last.tasks] == [b.id] and last.next_page_token == ""
