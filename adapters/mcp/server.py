@@ -30,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 from adapters.http_limits import LOG_EVERY, Throttled, one_line
 from adapters.mcp.asgi import serve_asgi
 from adapters.mcp.loading import PATH
+from adapters.mcp.origins import origin_refusal
 from adapters.mcp.tools import McpTools
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens, bearer
@@ -53,8 +54,12 @@ class McpDoor:
     """The /mcp routes (see the module's docstring). `start()` before serving, `close()` after
     (once: the SDK's manager does not run twice)."""
 
-    def __init__(self, doors: Doors, tokens: Tokens, *, default_to: str | None = None) -> None:
+    def __init__(
+        self, doors: Doors, tokens: Tokens, *, default_to: str | None = None,
+        origins: frozenset[str] = frozenset(),
+    ) -> None:  # fmt: skip
         self.tokens = tokens
+        self.origins = origins  # the `Origin`s allowed (adapters/mcp/origins.py)
         self.tools = McpTools(doors, default_to=default_to)
         self._schemas = {tool.name: tool.input_schema for tool in self.tools.definitions()}
         self.server: Server[Any] = Server(
@@ -62,8 +67,8 @@ class McpDoor:
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             get_tool_input_schema=self._schemas.get,
         )  # fmt: skip
-        # DNS rebinding protection guards servers that trust whoever can reach them; every
-        # request here carries a bearer token, which a browser never adds by itself.
+        # The SDK's DNS rebinding protection compares `Origin` with `Host`-derived lists of its
+        # own; `handle` checks `Origin` first instead, against our setting (origins.py).
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.manager = StreamableHTTPSessionManager(
             self.server, stateless=True, security_settings=security,
@@ -107,6 +112,11 @@ class McpDoor:
     # -- HTTP --------------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        refused = origin_refusal(request, self.origins)  # before the token and the body
+        if refused is not None:
+            self._refusals.log("MCP: refused a request from Origin %s",
+                               one_line(request.headers.get("Origin"), 100))  # fmt: skip
+            return refused
         presented = bearer(request.headers.get("Authorization"))
         try:
             token = await self.tokens.check(presented) if presented is not None else None
