@@ -31,7 +31,7 @@ from adapters.http_limits import LOG_EVERY, Throttled, one_line
 from adapters.mcp.asgi import serve_asgi
 from adapters.mcp.loading import PATH
 from adapters.mcp.origins import origin_refusal
-from adapters.mcp.tools import McpTools
+from adapters.mcp.tools import McpTools, UnknownToolError
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens, bearer
 from bot.records import StoreUnavailableError
@@ -150,7 +150,10 @@ class McpDoor:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await self.tools.call(_requester(ctx), params.name, params.arguments or {})
+        try:
+            return await self.tools.call(_requester(ctx), params.name, params.arguments or {})
+        except UnknownToolError as err:
+            raise MCPError(types.INVALID_PARAMS, str(err)) from None
 
 
 def _requester(ctx: ServerRequestContext[Any]) -> str:
