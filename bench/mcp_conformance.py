@@ -32,7 +32,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -93,9 +93,10 @@ def install(scratch: Path, version: str) -> tuple[Path, Path]:
 
 
 async def start_serve(
-    db_url: str, slack: FakeSlack, model: FakeAnthropic, origin: str, http: aiohttp.ClientSession
-) -> tuple[asyncio.subprocess.Process, str]:
-    """`hitl-bridge serve` on a free port, healthy."""
+    db_url: str, slack: FakeSlack, model: FakeAnthropic, origin: str, http: aiohttp.ClientSession,
+    log: IO[bytes],
+) -> tuple[asyncio.subprocess.Process, str]:  # fmt: skip
+    """`hitl-bridge serve` on a free port, healthy, its log in `log`."""
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("HITL_", "SLACK_"))},
@@ -107,7 +108,7 @@ async def start_serve(
     }  # fmt: skip
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "adapters.cli", "serve", cwd=ROOT, env=env,
-        stderr=asyncio.subprocess.DEVNULL,
+        stderr=log,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + SETUP_TIMEOUT
@@ -130,6 +131,14 @@ async def relay(target: str, token: str, port: int) -> AsyncIterator[None]:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP}
         headers["Authorization"] = f"Bearer {token}"
         body = await request.read()
+        try:
+            return await passed_on(request, headers, body)
+        except aiohttp.ClientError as err:  # the service is gone: said, not a traceback
+            return web.json_response({"error": "relay", "message": str(err)}, status=502)
+
+    async def passed_on(
+        request: web.Request, headers: dict[str, str], body: bytes
+    ) -> web.StreamResponse:
         async with http.request(request.method, target + request.path_qs, headers=headers,
                                 data=body or None) as upstream:  # fmt: skip
             response = web.StreamResponse(status=upstream.status, headers={
@@ -194,13 +203,19 @@ async def bench(scratch: Path, version: str) -> None:
         async with FakeSlack() as slack, FakeAnthropic() as model, aiohttp.ClientSession() as http:
             slack.channels.add("C1")
             origin = f"http://127.0.0.1:{proxy_port}"
-            process, base = await start_serve(db_url, slack, model, origin, http)
-            try:
-                async with relay(base, token, proxy_port):
-                    await report(node, cli, url, Path(folder) / "results", version)
-            finally:
-                process.terminate()
-                await process.wait()
+            log_path = Path(folder) / "serve.log"
+            with log_path.open("wb") as log:
+                process, base = await start_serve(db_url, slack, model, origin, http, log)
+                try:
+                    async with relay(base, token, proxy_port):
+                        await report(node, cli, url, Path(folder) / "results", version)
+                finally:
+                    if process.returncode is None:
+                        process.terminate()
+                    await process.wait()
+            if process.returncode not in (0, -15):
+                print(f"serve exited with {process.returncode}; its log ends:")
+                print("\n".join(log_path.read_text().splitlines()[-20:]))
 
 
 async def report(node: Path, cli: Path, url: str, out: Path, version: str) -> None:
