@@ -15,7 +15,11 @@ from pydantic import ValidationError
 
 from adapters.mcp.origins import allowed_origins, origin_of
 from adapters.settings import Settings, settings_problem
+from tests.adapters.api.test_api import start
 from tests.adapters.mcp.served import WAIT, Served, connected, served
+from tests.adapters.slack.conftest import StartEnv, start_env
+
+__all__ = ["start_env"]
 
 ALLOWED = "https://hitl.example.com"
 LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -81,6 +85,28 @@ async def test_without_allowed_origins_every_present_origin_is_refused(bridge: S
         http.post(bridge.endpoint, data=LIST, headers=headers) as response,
     ):
         assert response.status == 403  # not even the server's own: Host can be rebound
+
+
+@pytest.mark.parametrize(
+    ("settings", "allowed", "refused"),
+    [
+        ({"HITL_PUBLIC_URL": "https://hitl.example.com/"}, ALLOWED, "http://evil.example.com"),
+        ({"HITL_PUBLIC_URL": "https://hitl.example.com", "HITL_ALLOWED_ORIGINS": "http://a.test"},
+         "http://a.test", ALLOWED),
+    ],
+    ids=["the public URL's origin by default", "HITL_ALLOWED_ORIGINS instead"],
+)  # fmt: skip
+async def test_serve_takes_its_origins_from_the_settings(
+    start_env: StartEnv, settings: dict[str, str], allowed: str, refused: str
+) -> None:
+    env, api = await start(start_env, **settings)
+    url = f"{env.server.url}/mcp"
+    headers = {"Authorization": f"Bearer {api.token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+    for origin, status in ((allowed, 200), (refused, 403)):
+        async with env.http.post(url, data=LIST, headers={**headers, "Origin": origin}) as response:
+            assert response.status == status, origin
 
 
 def test_the_default_is_the_public_urls_origin() -> None:
