@@ -1,14 +1,17 @@
 """The MCP door of `serve`: streamable HTTP at /mcp on our one aiohttp server.
 
-Each request is authenticated first, from its headers alone (a bearer token of bot/doors/tokens.py:
-401 and one throttled WARNING line otherwise, its body never read), then served by the `mcp`
+Each request's `Origin`, if it has one, is checked first (adapters/mcp/origins.py: 403 unless
+allowed), then it is authenticated, from its headers alone (a bearer token of
+bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), then
+served by the `mcp`
 SDK's streamable HTTP handler (ASGI, bridged by adapters/mcp/asgi.py), with the token's name
 in its scope: every tool call asks, reads and waits as that requester (adapters/mcp/tools.py).
 
 The SDK runs stateless: no MCP session lives in a worker's memory, so any worker of several
 serves any call (a pending request is found in the store, and `await_answer` may reach another
 worker than the call that asked). Responses stream as SSE, which the SDK keeps alive with
-pings while a call waits for a person.
+pings while a call waits for a person. A call of a tool that does not exist is the protocol
+error (-32602, "Unknown tool"), not a tool result.
 """
 
 from __future__ import annotations
