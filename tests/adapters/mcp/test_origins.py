@@ -128,7 +128,10 @@ def test_origins_are_compared_normalised() -> None:
 
 def test_the_setting_is_a_comma_list_of_origins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HITL_ALLOWED_ORIGINS", "https://a.example, http://localhost:5173")
-    assert Settings(_env_file=None).allowed_origins == {"https://a.example", "http://localhost:5173"}
+    assert Settings(_env_file=None).allowed_origins == {
+        "https://a.example",
+        "http://localhost:5173",
+    }
     monkeypatch.setenv("HITL_ALLOWED_ORIGINS", "https://a.example,a.example")
     with pytest.raises(ValidationError) as raised:
         Settings(_env_file=None)
