@@ -15,6 +15,7 @@ from adapters.api.callback_urls import check_url
 from adapters.api.routes import ApiDoor
 from adapters.api.webhooks import Webhooks
 from adapters.mcp.loading import LoadingMcpDoor
+from adapters.mcp.origins import allowed_origins
 from adapters.settings import Settings
 from bot import Bridge, HumanInputHandler, HumanTool
 from bot.doors.service import Doors
@@ -89,7 +90,8 @@ def open_doors(
                         counted=webhooks_counted)  # fmt: skip
     doors.on_settled(webhooks.enqueue)
     api = ApiDoor(doors, tokens, check_callback=check_callback)
-    mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to)
+    origins = allowed_origins(settings.allowed_origins, settings.public_url)
+    mcp = LoadingMcpDoor(doors, tokens, default_to=settings.mcp_default_to, origins=origins)
     push = PushPorts(PushConfigTables(store), check_callback, webhooks.enqueue_push)
     a2a = LoadingA2aDoor(doors, tokens, push, public_url=settings.public_url,
                          default_to=settings.a2a_default_to)  # fmt: skip

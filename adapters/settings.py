@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     a2a_default_to: str | None = Field(None, alias="HITL_A2A_DEFAULT_TO")
     # Where callers reach this service (behind a proxy): the A2A card's interfaces are under it.
     public_url: str | None = Field(None, alias="HITL_PUBLIC_URL")
+    # The browser origins the MCP door accepts (adapters/mcp/origins.py); default: public_url's.
+    allowed_origins: Annotated[frozenset[str], NoDecode] = Field(
+        frozenset(), alias="HITL_ALLOWED_ORIGINS"
+    )
     # Who may answer what (bot/policies/); without one, the actor, approvers and admins.
     policy_file: Path | None = Field(None, alias="HITL_POLICY_FILE")
     # The admin console (adapters/admin): a token that signs in besides admin tokens of
@@ -179,6 +183,16 @@ class Settings(BaseSettings):
         """`HITL_ADMINS=U1,U2` (commas or spaces) as a set of user ids."""
         if isinstance(value, str):
             return frozenset(part for part in value.replace(",", " ").split() if part)
+        return value
+
+    @field_validator("allowed_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: object) -> object:
+        """`HITL_ALLOWED_ORIGINS=https://a.example,https://b.example`, each an http(s) origin."""
+        from adapters.mcp.origins import origin_of  # aiohttp: when the variable is set only
+
+        if isinstance(value, str):
+            return frozenset(origin_of(part) for part in value.replace(",", " ").split())
         return value
 
 

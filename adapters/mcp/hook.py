@@ -13,9 +13,11 @@ HITL_MCP_DEFAULT_TO (the call then names nobody).
 - Approved: "allow", with `updatedInput` (the whole input, as edited) when the person edited it.
 - Declined: "deny" with their reason, which Claude reads. "Decline and stop" also says
   `"continue": false` (Claude Code stops the turn; `stopReason` shows why).
-- Anything else (the bridge unreachable, a refused token, the request expired or undelivered,
-  input that is not a hook's): "ask", so Claude Code falls back to its own prompt, with the
-  reason, and one line on stderr. Never a traceback, always exit status 0.
+- Anything else (the bridge unreachable, a refused token, an answer that is not MCP or an
+  HTTP error, no answer in time, the request expired or undelivered, input that is not a
+  hook's): "ask", so Claude Code falls back to its own prompt, with the reason, and one line
+  on stderr (the SDK's own log lines kept off it unless `-v`). Never a traceback, always exit
+  status 0.
 
 "Approve and allow for this session" is not offered: a PreToolUse hook cannot add a rule to
 Claude Code's session (permission_prompt can: its `updatedPermissions`).
@@ -24,15 +26,26 @@ Claude Code's session (permission_prompt can: its `updatedPermissions`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Mapping
+import logging
+import re
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from adapters.http_limits import one_line
 
 HOOK_EVENT = "PreToolUse"
 DEFAULT_TIMEOUT = 300.0  # seconds the person has to answer (keep the hook's own timeout above)
 MARGIN = 130.0  # seconds past the request's expiry the hook waits for the bridge to say so
 VIA = "hitl-bridge"
+LIBRARIES = ("mcp", "httpx2", "httpx")  # their log lines stay off the hook's stderr (`quiet`)
+# JSON-RPC codes the SDK's client makes up for an answer it cannot read (PARSE_ERROR,
+# INVALID_REQUEST for a wrong content type, INTERNAL_ERROR for an HTTP error status).
+TRANSPORT_CODES = (-32700, -32600, -32603)
+_VALIDATION = re.compile(r": \d+ validation errors? for .*", re.DOTALL)  # pydantic's detail
 
 
 class HookFailure(Exception):
@@ -114,7 +127,8 @@ async def ask_bridge(
     url: str, token: str, call: HookCall, *, to: str | None, timeout: float
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """permission_prompt's structured result and `_meta`, called on the bridge at `url`;
-    HookFailure if there is none (unreachable, refused, the call failed)."""
+    HookFailure if there is none (unreachable, refused, the call failed, an answer that is
+    not MCP), saying why in one line."""
     # The MCP SDK is imported here: `hitl-bridge --help` must not pay for it.
     import mcp_types as types
     from mcp import Client
@@ -132,23 +146,61 @@ async def ask_bridge(
     if to:
         arguments["to"] = to
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with http:
-        await check_bridge(http, endpoint)
-        transport = streamable_http_client(endpoint, http_client=http)
-        async with asyncio.timeout(timeout + MARGIN):
-            async with Client(transport, cache=None, client_info=CLIENT_INFO) as client:
-                called = await client.call_tool(PERMISSION_PROMPT, arguments)
+    statuses = Statuses()
+    http.event_hooks = {"response": [statuses.note]}
+    try:
+        with quiet(LIBRARIES):
+            async with http:
+                await check_bridge(http, endpoint)
+                transport = streamable_http_client(endpoint, http_client=http)
+                async with (
+                    asyncio.timeout(timeout + MARGIN),
+                    Client(transport, cache=None, client_info=CLIENT_INFO) as client,
+                ):
+                    called = await client.call_tool(PERMISSION_PROMPT, arguments)
+    except Exception as err:
+        raise HookFailure(failure_line(err, statuses.last)) from None
     structured = called.structured_content
     if called.is_error or not isinstance(structured, dict):
         said = [b.text for b in called.content if isinstance(b, types.TextContent)]
-        raise HookFailure(" ".join(said)[:300] or "permission_prompt failed")
+        raise HookFailure(one_line(" ".join(said), 300) or "permission_prompt failed")
     return structured, dict(called.meta or {})
 
 
-def failure_line(err: BaseException) -> str:
-    """One line for whatever went wrong (an exception group: its first failure)."""
-    from adapters.http_limits import one_line
-    from adapters.startup import explain
+class Statuses:
+    """The HTTP status of the bridge's last answer to a POST: the SDK's errors do not say it."""
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+
+    async def note(self, response: Any) -> None:
+        if response.request.method == "POST":
+            self.last = response.status_code
+
+
+@contextlib.contextmanager
+def quiet(names: tuple[str, ...]) -> Iterator[None]:
+    """The libraries' own log lines (the SDK logs a traceback for an answer it cannot parse)
+    kept off stderr, which the hook's one line has to itself; `-v` shows them."""
+    loggers = [logging.getLogger(name) for name in names]
+    before = [logger.level for logger in loggers]
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, before, strict=True):
+            logger.setLevel(level)
+
+
+def failure_line(err: BaseException, status: int | None = None) -> str:
+    """One line for whatever went wrong (an exception group: its first failure); `status`, the
+    HTTP status of the bridge's last answer, if any."""
+    from pydantic import ValidationError
+
+    from adapters.startup import StartupError, explain
+    from bot import ConfigurationError
 
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
@@ -156,8 +208,30 @@ def failure_line(err: BaseException) -> str:
         return str(err)
     if isinstance(err, TimeoutError):
         return "the bridge gave no answer in time"
-    line = explain(err).line if isinstance(err, Exception) else ""
-    return one_line(line) or type(err).__name__
+    if isinstance(err, StartupError | ConfigurationError):
+        return one_line(explain(err).line)
+    if status is not None and status >= 400 and not _bridge_said(err):
+        return f"the bridge answered HTTP {status}"
+    if isinstance(err, ValidationError):  # JSON-RPC, but not the result a call returns
+        return "the bridge's answer is not MCP: a result of the wrong shape"
+    if _bridge_said(err) or _mcp_error(err):
+        said = _VALIDATION.sub("", str(err)) or type(err).__name__
+        if getattr(err, "code", None) in TRANSPORT_CODES:
+            return f"the bridge's answer is not MCP: {one_line(said, 200)}"
+        return f"the bridge refused the call: {one_line(said, 200)}"
+    first = str(err).splitlines()[0] if str(err) else ""
+    return one_line(f"{type(err).__name__}: {first}" if first else type(err).__name__, 300)
+
+
+def _mcp_error(err: BaseException) -> bool:
+    """Whether `err` is the SDK's MCPError (only once the SDK is imported can it be one)."""
+    exceptions = sys.modules.get("mcp.shared.exceptions")
+    return exceptions is not None and isinstance(err, exceptions.MCPError)
+
+
+def _bridge_said(err: BaseException) -> bool:
+    """An MCPError the bridge sent (not one the SDK made up for an answer it could not read)."""
+    return _mcp_error(err) and getattr(err, "code", None) not in TRANSPORT_CODES
 
 
 async def pre_tool_use(
@@ -172,7 +246,7 @@ async def pre_tool_use(
         target = proxy_target(url, token, environ, command="hook pre-tool-use")
         who = to or environ.get("HITL_TO") or None
         result, meta = await ask_bridge(*target, call, to=who, timeout=timeout)
-    except Exception as err:
+    except Exception as err:  # a HookFailure, or configuration (no URL or token)
         why = failure_line(err)
         return ask_output(why), why
     output = decision_output(call, result, meta)

@@ -34,8 +34,12 @@ class LoadingMcpDoor:
     """The /mcp routes of `serve` before and after the SDK is in: `mount`, `start` (which
     returns at once, the loading under way), then `close` once."""
 
-    def __init__(self, doors: Doors, tokens: Tokens, *, default_to: str | None = None) -> None:
+    def __init__(
+        self, doors: Doors, tokens: Tokens, *, default_to: str | None = None,
+        origins: frozenset[str] = frozenset(),
+    ) -> None:  # fmt: skip
         self._doors = doors
+        self._origins = origins
         self._tokens = tokens
         self._default_to = default_to
         self._loading: asyncio.Task[McpDoor] | None = None
@@ -77,7 +81,9 @@ class LoadingMcpDoor:
     async def _load(self) -> McpDoor:
         try:
             server = await import_after_ready(SERVER_MODULE, "MCP")
-            door: McpDoor = server.McpDoor(self._doors, self._tokens, default_to=self._default_to)
+            door: McpDoor = server.McpDoor(
+                self._doors, self._tokens, default_to=self._default_to, origins=self._origins
+            )
             await door.start()
         except Exception as err:
             log.error("MCP: the door did not start, /mcp answers 503: %s", err)

@@ -1,14 +1,17 @@
 """The MCP door of `serve`: streamable HTTP at /mcp on our one aiohttp server.
 
-Each request is authenticated first, from its headers alone (a bearer token of bot/doors/tokens.py:
-401 and one throttled WARNING line otherwise, its body never read), then served by the `mcp`
+Each request's `Origin`, if it has one, is checked first (adapters/mcp/origins.py: 403 unless
+allowed), then it is authenticated, from its headers alone (a bearer token of
+bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), then
+served by the `mcp`
 SDK's streamable HTTP handler (ASGI, bridged by adapters/mcp/asgi.py), with the token's name
 in its scope: every tool call asks, reads and waits as that requester (adapters/mcp/tools.py).
 
 The SDK runs stateless: no MCP session lives in a worker's memory, so any worker of several
 serves any call (a pending request is found in the store, and `await_answer` may reach another
 worker than the call that asked). Responses stream as SSE, which the SDK keeps alive with
-pings while a call waits for a person.
+pings while a call waits for a person. A call of a tool that does not exist is the protocol
+error (-32602, "Unknown tool"), not a tool result.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from mcp.shared.exceptions import MCPError
 from adapters.http_limits import LOG_EVERY, Throttled, one_line
 from adapters.mcp.asgi import serve_asgi
 from adapters.mcp.loading import PATH
-from adapters.mcp.tools import McpTools
+from adapters.mcp.origins import origin_refusal
+from adapters.mcp.tools import McpTools, UnknownToolError
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens, bearer
 from bot.records import StoreUnavailableError
@@ -53,8 +57,12 @@ class McpDoor:
     """The /mcp routes (see the module's docstring). `start()` before serving, `close()` after
     (once: the SDK's manager does not run twice)."""
 
-    def __init__(self, doors: Doors, tokens: Tokens, *, default_to: str | None = None) -> None:
+    def __init__(
+        self, doors: Doors, tokens: Tokens, *, default_to: str | None = None,
+        origins: frozenset[str] = frozenset(),
+    ) -> None:  # fmt: skip
         self.tokens = tokens
+        self.origins = origins  # the `Origin`s allowed (adapters/mcp/origins.py)
         self.tools = McpTools(doors, default_to=default_to)
         self._schemas = {tool.name: tool.input_schema for tool in self.tools.definitions()}
         self.server: Server[Any] = Server(
@@ -62,8 +70,8 @@ class McpDoor:
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             get_tool_input_schema=self._schemas.get,
         )  # fmt: skip
-        # DNS rebinding protection guards servers that trust whoever can reach them; every
-        # request here carries a bearer token, which a browser never adds by itself.
+        # The SDK's DNS rebinding protection compares `Origin` with `Host`-derived lists of its
+        # own; `handle` checks `Origin` first instead, against our setting (origins.py).
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.manager = StreamableHTTPSessionManager(
             self.server, stateless=True, security_settings=security,
@@ -107,6 +115,11 @@ class McpDoor:
     # -- HTTP --------------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        refused = origin_refusal(request, self.origins)  # before the token and the body
+        if refused is not None:
+            self._refusals.log("MCP: refused a request from Origin %s",
+                               one_line(request.headers.get("Origin"), 100))  # fmt: skip
+            return refused
         presented = bearer(request.headers.get("Authorization"))
         try:
             token = await self.tokens.check(presented) if presented is not None else None
@@ -140,7 +153,10 @@ class McpDoor:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await self.tools.call(_requester(ctx), params.name, params.arguments or {})
+        try:
+            return await self.tools.call(_requester(ctx), params.name, params.arguments or {})
+        except UnknownToolError as err:
+            raise MCPError(types.INVALID_PARAMS, str(err)) from None
 
 
 def _requester(ctx: ServerRequestContext[Any]) -> str:

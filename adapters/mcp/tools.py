@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,15 +31,15 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters.http_limits import one_line
 from adapters.mcp import schemas
-from adapters.mcp.claude_code import SessionRule, session_rule
+from adapters.mcp.claude_code import session_rule
+from adapters.mcp.results import answer_result, permission, permission_meta, refusal, result
 from bot.doors.addresses import MAX_ADDRESS
 from bot.doors.long_polls import TooManyPolls
 from bot.doors.service import MAX_WAIT, Ask, DoorError, Doors, RequestBody
-from bot.gates import approvals
 from bot.human_tools.tool import BUILTIN_TOOLS
 from bot.records import StoreUnavailableError
-from bot.requests import wording
 
 log = logging.getLogger(__name__)
 
@@ -226,91 +225,16 @@ def definitions(default_to: str | None, default_timeout: float) -> list[types.To
     return tools
 
 
-# -- results ----------------------------------------------------------------------------------
-
-
-def result(
-    data: dict[str, Any], *, error: bool = False, text: str | None = None
-) -> types.CallToolResult:
-    """A result with `data` as structured content and, for clients that read text only, as
-    JSON text (or `text`)."""
-    shown = text if text is not None else json.dumps(data, ensure_ascii=False)
-    return types.CallToolResult(
-        content=[types.TextContent(text=shown)], structured_content=data, is_error=error
-    )
-
-
-def refusal(message: str) -> types.CallToolResult:
-    """A call that asked nothing: a tool error saying why."""
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-
-
-def answer_result(body: RequestBody) -> types.CallToolResult:
-    """A request as an asking tool (or await_answer) returns it."""
-    status = body["status"]
-    if status == "pending":
-        return result({
-            "status": "pending", "request_id": body["id"], "expires_at": body.get("expires_at"),
-            "message": "No answer yet: call await_answer with this request_id to wait on.",
-        })  # fmt: skip
-    if status == "answered":
-        answer = body.get("answer")
-        shown = dict(answer) if isinstance(answer, dict) else {"answer": answer}
-        shown.update(request_id=body["id"], status=status, answered_by=body.get("answered_by"))
-        return result(shown)
-    data = {"status": status, "request_id": body["id"], "reason": body.get("reason"),
-            "answered_by": body.get("answered_by")}  # fmt: skip
-    return result(data, error=True, text=unanswered(body))
-
-
-def unanswered(body: RequestBody) -> str:
-    """A settled request without an answer, as one sentence."""
-    status, reason, by = body["status"], body.get("reason"), body.get("answered_by")
-    head = f"Declined by {by}" if status == "declined" and by else status.capitalize()
-    return f"{head}: {reason}" if reason else head
-
-
-def permission(
-    body: RequestBody, asked: Mapping[str, Any], rule: SessionRule | None = None
-) -> dict[str, Any]:
-    """A permission request's outcome in Claude Code's shape. An edit changes only what it
-    names: the call's other input stays (Claude Code runs `updatedInput` as the whole input).
-    "Approve and allow" adds `rule` to Claude Code's session (`updatedPermissions`); "decline
-    and stop", offered by the request, interrupts it (`interrupt`)."""
-    if body["status"] == "answered":
-        try:
-            decision = approvals.read_decision(body.get("answer"))
-        except ValueError as err:
-            return {"behavior": "deny", "message": f"The answer could not be read: {err}"}
-        edited = dict(asked) | (decision.arguments or {})
-        allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": edited}
-        if decision.grant and rule is not None:
-            allowed["updatedPermissions"] = [rule.update()]
-        return allowed
-    if body["status"] == "pending":
-        return {"behavior": "deny", "message": "Nobody answered in time."}
-    offered = approvals.read_request(_mapping(body.get("arguments"))).stop
-    own = wording.stopped(body.get("reason")) if body["status"] == "declined" else None
-    if offered and own is not None:
-        by = body.get("answered_by")
-        said = f"Declined by {by}, who asked to stop" if by else "Declined, with a request to stop"
-        return {"behavior": "deny", "message": f"{said}: {own}" if own else said,
-                "interrupt": True}  # fmt: skip
-    return {"behavior": "deny", "message": unanswered(body)}
-
-
-def permission_meta(body: RequestBody) -> dict[str, Any]:
-    """What a permission result says of its request beside Claude Code's shape (`_meta`,
-    which Claude Code does not read): the PreToolUse hook tells an expiry from a decline."""
-    return {"hitl": {"request_id": body.get("id"), "status": body.get("status"),
-                     "answered_by": body.get("answered_by")}}  # fmt: skip
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 # -- calls ------------------------------------------------------------------------------------
+
+
+class UnknownToolError(Exception):
+    """A call of a tool that is not one of ours: the MCP tools spec's protocol error (-32602
+    "Unknown tool"), not a result with isError."""
+
+    def __init__(self, name: str) -> None:
+        known = ", ".join([*ASK_TOOLS, AWAIT_ANSWER, PERMISSION_PROMPT])
+        super().__init__(f"Unknown tool: {one_line(name, 60)} (the tools are {known})")
 
 
 class McpTools:
@@ -327,7 +251,8 @@ class McpTools:
     async def call(
         self, requester: str, name: str, arguments: Mapping[str, Any]
     ) -> types.CallToolResult:
-        """Run tool `name`; what it cannot do is a tool error, never an exception."""
+        """Run tool `name`; what it cannot do is a tool error, never an exception, but for a
+        tool that does not exist (UnknownToolError: a protocol error, not the tool's)."""
         try:
             if name == PERMISSION_PROMPT:
                 return await self._permission(requester, arguments)
@@ -337,8 +262,7 @@ class McpTools:
                 return answer_result(body)
             tool = ASK_TOOLS.get(name)
             if tool is None:
-                known = ", ".join([*ASK_TOOLS, AWAIT_ANSWER, PERMISSION_PROMPT])
-                return refusal(f"unknown tool '{name[:60]}': use one of {known}")
+                raise UnknownToolError(name)
             return await self._ask(requester, tool, arguments)
         except (DoorError, TooManyPolls) as err:
             return refusal(str(err))

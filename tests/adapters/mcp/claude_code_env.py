@@ -43,17 +43,18 @@ def actions(message: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-async def gate_message(env: Env) -> JSON:
-    """The permission request's message in Slack, once posted with its buttons."""
+async def gate_message(env: Env, within: float = WAIT) -> JSON:
+    """The permission request's message in Slack, once posted with its buttons (`within`: the
+    bound, longer for a process that first imports the SDKs)."""
 
     def live() -> list[JSON]:
         return [m for m in env.slack.messages(CHANNEL) if "hitl_approve" in actions(m)]
 
-    found = await env.slack.wait_for(live, WAIT)  # once there is one
+    found = await env.slack.wait_for(live, within)  # once there is one
     return found[-1]
 
 
-async def decline_and_stop(env: Env, reason: str) -> None:
+async def decline_and_stop(env: Env, reason: str, within: float = WAIT) -> None:
     """Press "Decline and stop" on the request and give `reason` in its modal."""
-    await env.click(await gate_message(env), "hitl_stop")
+    await env.click(await gate_message(env, within), "hitl_stop")
     await env.submit(await env.modal(), {"reason": {"reason": reason}})

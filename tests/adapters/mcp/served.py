@@ -111,10 +111,16 @@ class Served:
 
 @asynccontextmanager
 async def served(
-    tmp_path: Path, *, default_to: str | None = "slack:C1", port: int = 0, name: str = "ci-agent"
+    tmp_path: Path,
+    *,
+    default_to: str | None = "slack:C1",
+    port: int = 0,
+    name: str = "ci-agent",
+    origins: frozenset[str] = frozenset(),
 ) -> AsyncIterator[Served]:
     """The bridge on `port` (any free one by default) with its database in `tmp_path` (a
-    second bridge there shares it), and a new token called `name`."""
+    second bridge there shares it), and a new token called `name`; `origins` are the browser
+    origins its door allows."""
     store = await open_store(f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}")
     handler = HumanInputHandler(store=store)
     tables = DoorTables(store)
@@ -122,7 +128,7 @@ async def served(
     doors = Doors(handler, tables, BUILTIN_TOOLS, find)
     router = Router(store=store, handler_for=lambda _: handler, handlers=(handler,),
                     tools=BUILTIN_TOOLS)  # fmt: skip
-    door = LoadingMcpDoor(doors, tokens, default_to=default_to)
+    door = LoadingMcpDoor(doors, tokens, default_to=default_to, origins=origins)
 
     async def healthy() -> bool:
         return True
@@ -147,10 +153,15 @@ async def served(
 
 @asynccontextmanager
 async def connected(
-    bridge: Served, mode: str = "auto", token: str | None = None
+    bridge: Served,
+    mode: str = "auto",
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    """The official client on the door, with `token` (the bridge's own by default)."""
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token or bridge.token}"})
+    """The official client on the door, with `token` (the bridge's own by default) and any
+    other `headers`."""
+    sent = {"Authorization": f"Bearer {token or bridge.token}", **(headers or {})}
+    http = create_mcp_http_client(headers=sent)
     transport = streamable_http_client(bridge.endpoint, http_client=http)
     async with http, Client(transport, mode=mode, cache=None) as client:
         yield client

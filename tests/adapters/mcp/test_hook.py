@@ -55,7 +55,7 @@ def bridge_env(env: Env, token: str) -> dict[str, str]:
 async def test_an_approval_allows_the_call(start_env: StartEnv) -> None:
     env, token = await serving(start_env)
     hook = asyncio.create_task(run_hook(bridge_env(env, token)))
-    message = await gate_message(env)
+    message = await gate_message(env, PROCESS_WAIT)
     assert "hitl_grant" not in str(message)  # a hook cannot add a session rule: not offered
     await env.click(message, "hitl_approve")
     status, output, said = await hook
@@ -70,7 +70,7 @@ async def test_an_approval_allows_the_call(start_env: StartEnv) -> None:
 async def test_a_decline_denies_with_the_reason(start_env: StartEnv) -> None:
     env, token = await serving(start_env)
     hook = asyncio.create_task(run_hook(bridge_env(env, token)))
-    await env.click(await gate_message(env), "hitl_decline")
+    await env.click(await gate_message(env, PROCESS_WAIT), "hitl_decline")
     await env.submit(await env.modal(), {"reason": {"reason": "use make test"}})
     status, output, said = await hook
     assert (status, said) == (0, "")
@@ -84,7 +84,7 @@ async def test_a_decline_denies_with_the_reason(start_env: StartEnv) -> None:
 async def test_decline_and_stop_also_stops_claude_code(start_env: StartEnv) -> None:
     env, token = await serving(start_env)
     hook = asyncio.create_task(run_hook(bridge_env(env, token), HOOK_INPUT, "--timeout", "120"))
-    await decline_and_stop(env, "wrong branch")
+    await decline_and_stop(env, "wrong branch", PROCESS_WAIT)
     status, output, _ = await hook
     reason = f"Declined by {ALICE}, who asked to stop: wrong branch"
     assert status == 0

@@ -264,7 +264,6 @@ async def test_a_token_sees_its_own_requests_only(bridge: Served) -> None:
          "field names status are taken"),
         ("ask_question", {"question": "?", "timeout_seconds": 0}, "timeout_seconds must be "
          "between 1 and"),
-        ("nope", {}, "unknown tool 'nope'"),
     ],
 )  # fmt: skip
 async def test_what_cannot_be_asked_is_a_tool_error_naming_the_problem(

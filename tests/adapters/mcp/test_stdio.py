@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from adapters.mcp.stdio import endpoint_of, proxy_target
 from bot import ConfigurationError
@@ -59,6 +61,10 @@ async def test_the_proxy_serves_the_bridge_s_tools_and_results(bridge: Served, m
         bridge.person.act = None
         pending = await client.call_tool("ask_question", {"question": "?", "wait_seconds": 0})
         unaddressed = await client.call_tool("ask_question", {"question": "?", "to": "teams:"})
+        with pytest.raises(MCPError) as unknown:  # the bridge's protocol error, passed on
+            await client.call_tool("nope", {})
+    assert unknown.value.error.code == types.INVALID_PARAMS
+    assert unknown.value.error.message.startswith("Unknown tool: nope")
     (asked, _, waiting) = bridge.person.views
     assert answered.structured_content == {
         "answer": "blue", "request_id": asked.request_id, "status": "answered",

@@ -1,5 +1,6 @@
-"""adapters/mcp/tools.py's pure parts: the tools as listed, their options, and what a request's
-body becomes as an asking tool's result and as Claude Code's permission answer."""
+"""adapters/mcp/tools.py's and results.py's pure parts: the tools as listed, their options,
+and what a request's body becomes as an asking tool's result and as Claude Code's permission
+answer."""
 
 from __future__ import annotations
 
@@ -8,14 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.mcp.tools import (
-    ASK_TOOLS,
-    answer_result,
-    definitions,
-    permission,
-    reserved_fields,
-    split_options,
-)
+from adapters.mcp.results import answer_result, permission
+from adapters.mcp.tools import ASK_TOOLS, definitions, reserved_fields, split_options
 from bot.doors.service import DoorError
 from bot.human_tools.tool import BUILTIN_TOOLS
 
