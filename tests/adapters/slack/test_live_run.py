@@ -13,7 +13,7 @@ from adapters.slack.run_chunks import INTERRUPTED
 from bot.bridge.turns import TURN_STOPPED
 from tests.adapters.slack.conftest import ALICE, CHANNEL, JSON, STRANGER, WAIT, Env, Thread
 from tests.adapters.slack.test_e2e import FINAL, start_turn
-from tests.fakes.anthropic_api import reply_text
+from tests.fakes.anthropic_api import reply, reply_text, text_block
 from tests.fakes.slack_api import TEAM_ID
 
 STOP = "hitl_stop_run"
@@ -74,6 +74,15 @@ async def test_a_reply_is_streamed_into_one_message_and_not_posted_again(env: En
     assert (started["recipient_user_id"], started["recipient_team_id"]) == (ALICE, TEAM_ID)
     assert env.slack.calls_to("chat.postMessage") == []  # nothing said twice
     assert len(env.slack.calls_to("chat.stopStream")) == 1
+    assert env.slack.refused == []
+
+
+async def test_a_reply_of_two_text_blocks_is_streamed_once(env: Env) -> None:
+    env.model.script(reply(text_block("First part, "), text_block("and the second.")))
+    thread = await env.mention("hi")
+    message = await streamed_reply(env, thread)
+    assert message["text"] == "First part, \nand the second."  # as the loop joins them
+    assert env.slack.calls_to("chat.postMessage") == []  # not streamed, then posted again
     assert env.slack.refused == []
 
 
