@@ -439,7 +439,7 @@ def _message(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
 
 
 def _events(
-    message: dict[str, Any], pieces: dict[int, list[str]] | None = None
+    message: dict[str, Any], text_deltas: dict[int, list[str]] | None = None
 ) -> Iterator[dict[str, Any]]:
     start = {**message, "content": [], "stop_reason": None}
     start["usage"] = {**message["usage"], "output_tokens": 1}
@@ -449,7 +449,7 @@ def _events(
         head, deltas = block, []  # other block types arrive whole in content_block_start
         if block["type"] == "text":
             head = {"type": "text", "text": ""}
-            texts = (pieces or {}).get(index) or _split_text(block["text"])
+            texts = (text_deltas or {}).get(index) or _split_text(block["text"])
             deltas = [{"type": "text_delta", "text": t} for t in texts]
         elif block["type"] == "tool_use":
             head = {**block, "input": {}}
