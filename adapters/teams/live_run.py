@@ -38,6 +38,7 @@ from adapters.teams.text import clean, cut
 from bot import RenderState, RequestUpdate
 from bot.agent.steps import ToolStep
 from bot.bridge.watches import Ending, TurnEnd
+from bot.words.model_text import settled
 from bot.words.phrases import listed
 
 log = logging.getLogger(__name__)
@@ -189,8 +190,11 @@ class TeamsLiveRun:
         if stream is not None and (stream.broken or stream.finished):
             return None
         shown = stream.shown if stream is not None else ""
-        if self._text and self._text != shown:
-            return ("grow", self._text)
+        # Not a tail more text could make a link or a mention of: `[Approve` or `<at>ever`
+        # would show as written until the next piece (bot/words/model_text.py).
+        growing = self._text[: settled(self._text)]
+        if growing and growing != shown:
+            return ("grow", growing)
         if self._line and not shown and self._line != self._informed:
             return ("inform", self._line)
         return None
