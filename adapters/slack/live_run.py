@@ -5,7 +5,9 @@ Slack's AI-app methods (`chat.startStream`, `appendStream`, `stopStream`) carry 
 methods return at once (bot/agent/steps.py): what they are told is queued and sent by one
 flush at a time, every `FLUSH_EVERY` seconds (a burst of tokens is one append) or at once when
 a card changes. The loop's `post` (each complete reply) then sends only what the stream has
-not shown, so nothing is said twice.
+not shown, so nothing is said twice. The model's text is rendered by bot/words/model_text.py
+(links show their targets, no image, no mass mention), over the whole reply: a flush holds back
+the tail that more text could make a link or a mention of (`@chan` before its `nel`).
 
 When streaming is not available (the workspace or plan refuses it, a scope is missing, the
 method is unknown: any failed `chat.startStream`) the turn's replies are posted as single

@@ -5,9 +5,11 @@ reply streamed in personal chats, a Stop button, and how the turn ended.
   renewed as it fades while the model writes a reply that is not streamed.
 - Personal chats (the only conversations Teams streams in): each reply of the model is one
   streamed message (reply_stream.py): informative lines while nothing is written ("Thinking…",
-  "Running lookup…", "Waiting for Bob Baker to approve: Deploy v2"), then the text as it grows,
-  then the final message with the whole reply. Pieces go at most one per `interval` seconds
-  (Teams takes about one a second): what the model wrote meanwhile is sent together.
+  "Running lookup…", "Waiting for Bob Baker to approve: Deploy v2"), then the text as it grows
+  (each piece the whole text so far, rendered by bot/words/model_text.py, less a tail that may
+  yet become a link or a mention), then the final message with the whole reply. Pieces go at
+  most one per `interval` seconds (Teams takes about one a second): what the model wrote
+  meanwhile is sent together.
 - Elsewhere, or once Teams refused a stream (403) or a piece failed for good: the reply is one
   plain message, as the turn's `post` always posted it; a reply already in a stream is never
   posted again.
