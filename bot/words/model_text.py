@@ -38,7 +38,7 @@ _SLACK_CHANNEL = re.compile(r"<#[A-Z0-9]+(?:\|(?P<label>[^<>\n]*))?>")
 _SLACK_SPECIAL = re.compile(r"<!(?P<name>[A-Za-z]+)(?:\^[^<>|\n]*)?(?:\|(?P<label>[^<>\n]*))?>")
 _HTML_ANCHOR = re.compile(
     r"""<a\b[^<>\n]*?\bhref\s*=\s*(?P<q>["']?)(?P<url>[^"'<>\s]*)(?P=q)[^<>\n]*>"""
-    r"(?P<label>[^\n]*?)</a\s*>",
+    r"(?P<label>[^<\n]*)</a\s*>",  # a label without tags: linear on any text
     re.IGNORECASE,
 )
 _HTML_IMAGE = re.compile(
@@ -68,7 +68,8 @@ def defused(text: str) -> str:
     text = _SLACK_LINK.sub(lambda m: _shown(m["label"] or "", m["url"]), text)
     text = _HTML_ANCHOR.sub(lambda m: _shown(m["label"], m["url"]), text)
     text = _HTML_IMAGE.sub(lambda m: _shown(m["label"] or "image", m["url"]), text)
-    text = _MARKDOWN_LINK.sub(_markdown, text)
+    for _ in range(2):  # an image inside a link's text: the link is rewritten once it is out
+        text = _MARKDOWN_LINK.sub(_markdown, text)
     text = _BROADCAST.sub("@" + WORD_JOINER, text)
     return text.replace("]", "]" + WORD_JOINER)
 

@@ -24,6 +24,10 @@ HOSTILE = [
     ("[](https://evil.example)", "https://evil.example"),
     ("[a [b] c](https://e.example)", f"a [b]{WJ} c (https://e.example)"),
     ("[x](https://w.example/A_(b))", "x (https://w.example/A_(b))"),
+    (
+        "[![logo](https://e.example/l.png)](https://evil.example)",
+        "logo (https://e.example/l.png) (https://evil.example)",
+    ),
     # Forms not rewritten are broken: a WORD JOINER after every `]`.
     (
         "[Approve][1]\n\n[1]: https://evil.example",
@@ -130,6 +134,19 @@ def test_settled_holds_back_what_more_text_could_make_a_link_or_a_mention(
     said: str, held: str
 ) -> None:
     assert said[settled(said) :] == held
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['<a href="x">' * 2000, "[" * 20_000, "[a](" * 5000, "<" * 20_000, "![x](" * 4000,
+     "<at>" * 5000, "@" * 20_000, "[x](" * 4000 + "a" * 4000],
+)  # fmt: skip
+def test_hostile_shapes_render_in_linear_time(text: str) -> None:
+    """Teams renders the whole reply each second: no shape of text may make that quadratic
+    (20,000 characters of anchors without an end took 1.6 s when a label could hold tags)."""
+    for _ in range(3):
+        defused(text + text[:1])
+        settled(text)
 
 
 def test_settled_never_holds_back_more_than_hold_max() -> None:
