@@ -5,7 +5,9 @@ Slack's AI-app methods (`chat.startStream`, `appendStream`, `stopStream`) carry 
 methods return at once (bot/agent/steps.py): what they are told is queued and sent by one
 flush at a time, every `FLUSH_EVERY` seconds (a burst of tokens is one append) or at once when
 a card changes. The loop's `post` (each complete reply) then sends only what the stream has
-not shown, so nothing is said twice.
+not shown, so nothing is said twice. The model's text is rendered by bot/words/model_text.py
+(links show their targets, no image, no mass mention), over the whole reply: a flush holds back
+the tail that more text could make a link or a mention of (`@chan` before its `nel`).
 
 When streaming is not available (the workspace or plan refuses it, a scope is missing, the
 method is unknown: any failed `chat.startStream`) the turn's replies are posted as single
@@ -40,6 +42,7 @@ from adapters.slack.text import escape
 from bot.agent.steps import ToolStep
 from bot.bridge.watches import Ending, TurnEnd
 from bot.human_input import RequestUpdate
+from bot.words.model_text import defused, settled
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +93,10 @@ class LiveRun:
         self.room, self.actor_id, self.flush_every = room, actor_id, flush_every
         self.mode = Mode.WAITING if support.available else Mode.WHOLE
         self.ts: str | None = None
-        self._text: list[str] = []  # the reply's pieces not sent yet
+        self._said = ""  # the reply's text as told so far, shown or not
         self._cards: dict[str, JSON] = {}  # task cards changed since the last flush, by id
         self._lead = ""  # what goes before the next text (between two replies)
-        self._shown = ""  # the current reply's text the stream has shown
+        self._shown = ""  # the current reply's text the stream has shown (`_said`'s head)
         self._attempt = 0  # the reply being written: counted up when one is discarded
         self._lock = asyncio.Lock()  # one flush at a time, in order
         self._timer: asyncio.TimerHandle | None = None
@@ -106,13 +109,13 @@ class LiveRun:
 
     def text(self, delta: str) -> None:
         if self.mode in (Mode.WAITING, Mode.LIVE) and delta:
-            self._text.append(delta)
+            self._said += delta
             self._soon(urgent=self.mode is Mode.WAITING)
 
     def discarded(self) -> None:
         """The reply so far is not the reply: what was not sent is dropped; what was shown
         stays, followed by a note, and the reply asked again follows it."""
-        self._text.clear()
+        self._said = ""
         self._attempt += 1
         if self._shown:
             self._lead, self._shown = INTERRUPTED, ""
@@ -139,11 +142,11 @@ class LiveRun:
         async with self._lock:
             await self._flush()
             if self.mode in (Mode.WAITING, Mode.LIVE):
-                self._text.append(_rest(reply, self._shown))
-                await self._flush()
+                self._said = self._shown + _rest(reply, self._shown)
+                await self._flush(whole=True)
             # Never streamed, or broke: what Slack did not show, posted once.
             rest = "" if self.mode is Mode.LIVE else _rest(reply, self._shown)
-            self._shown = ""
+            self._shown = self._said = ""
             if self.ts is not None and self.mode is Mode.LIVE:
                 self._lead = "\n\n"
         if rest.strip():
@@ -182,17 +185,30 @@ class LiveRun:
     async def _flush_queued(self) -> None:
         async with self._lock:
             await self._flush()
-        if self._text or self._cards:  # came while Slack answered: the next in a while
-            self._soon(urgent=False)
+        if self.mode in (Mode.WAITING, Mode.LIVE) and (self._cards or self._unsent()):
+            self._soon(urgent=False)  # came while Slack answered: the next in a while
 
-    async def _flush(self) -> None:
+    def _unsent(self, *, whole: bool = False) -> str:
+        """The reply's text not shown yet: all of it (`whole`), or what can be shown now.
+
+        Not what came since the last flush: `@chan` and `nel`, or `[Approve](` and
+        `https://evil)`, would each look harmless. The tail that more text could make a
+        mention or a link of is held back (bot/words/model_text.py), so every piece sent
+        renders as the whole reply would.
+        """
+        upto = len(self._said) if whole else settled(self._said)
+        return self._said[len(self._shown) : max(upto, len(self._shown))]
+
+    async def _flush(self, *, whole: bool = False) -> None:
         """Send what is queued: start the stream with it, or append it."""
-        text, cards = "".join(self._text), list(self._cards.values())
-        self._text.clear()
+        cards = list(self._cards.values())
         self._cards.clear()
-        if self.mode not in (Mode.WAITING, Mode.LIVE) or not (text or cards):
+        if self.mode not in (Mode.WAITING, Mode.LIVE):
             return
-        markdown = escape(self._lead + text) if text else ""
+        text = self._unsent(whole=whole)
+        if not (text or cards):
+            return
+        markdown = self._lead + escape(defused(text)) if text else ""
         pieces, attempt = text_pieces(markdown) or [""], self._attempt
         sent = await (self._start(pieces[0], cards) if self.mode is Mode.WAITING
                       else self._append(pieces[0], cards))  # fmt: skip

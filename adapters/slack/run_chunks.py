@@ -4,7 +4,7 @@ turn waits on, the Stop button) and the words that close it. Pure: drawn here, s
 adapters/slack/live_run.py.
 
 Everything a model or a tool wrote (a tool's name, its one-line outcome, a reason) is escaped
-as the model's text is (adapters/slack/text.py).
+as the model's text is (bot/words/model_text.py, adapters/slack/text.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from adapters.slack.scheme import STOP_RUN_ACTION
 from adapters.slack.text import escape, truncate
 from bot.agent.steps import ToolStep
 from bot.human_input import RenderState, RequestUpdate
+from bot.words.model_text import defused
 from bot.words.tool_names import GATE_TOOL
 
 JSON = dict[str, Any]
@@ -55,7 +56,7 @@ def tool_chunk(step: ToolStep) -> JSON:
         "status": status,
     }
     if step.ok is not None and step.outcome:
-        chunk["output"] = escape(step.outcome)
+        chunk["output"] = escape(defused(step.outcome))
     return chunk
 
 
@@ -76,7 +77,7 @@ def request_chunk(update: RequestUpdate) -> JSON:
         "status": status,
     }
     if status in ("complete", "error"):
-        chunk["output"] = truncate(escape(_settled_line(update)), TASK_TITLE)
+        chunk["output"] = truncate(escape(defused(_settled_line(update))), TASK_TITLE)
     return chunk
 
 

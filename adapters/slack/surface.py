@@ -26,6 +26,7 @@ from bot.human_input import RequestRows
 from bot.requests.copies import CopyRefs, MemoryCopies
 from bot.requests.stored_requests import posted_record
 from bot.requests.trail import MessageTrail
+from bot.words.model_text import defused
 from bot.words.phrases import Phrase
 
 log = logging.getLogger(__name__)
@@ -156,11 +157,16 @@ class SlackSurface:
             await self.post_text(room, text)
 
     async def post_text(self, room: SlackRoom, text: str) -> None:
-        """Post the agent's words in the thread, escaped: the model cannot ping or hide links."""
-        safe = truncate(escape(text), MESSAGE_TEXT)
+        """Post the agent's words in the thread, escaped: the model cannot ping anyone, hide a
+        link's target or embed an image (bot/words/model_text.py; nothing unfurled either)."""
+        safe = truncate(escape(defused(text)), MESSAGE_TEXT)
         await call_slack(
             lambda: self.client.chat_postMessage(
-                channel=room.channel, thread_ts=room.thread_ts or None, text=safe
+                channel=room.channel,
+                thread_ts=room.thread_ts or None,
+                text=safe,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
             "chat.postMessage",
         )

@@ -20,6 +20,8 @@ from microsoft_teams.api import ActivityParams, ApiClient, TypingActivityInput
 from microsoft_teams.api.activities.message import MessageActivityInput
 from microsoft_teams.api.models.attachment import Attachment
 
+from bot.words.model_text import defused
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -189,7 +191,9 @@ def typing_activity() -> TypingActivityInput:
 
 
 def text_activity(text: str) -> MessageActivityInput:
-    """The agent's words as plain text: the model cannot format a link to hide where it goes."""
+    """The agent's words as plain text, links showing their targets, no image, no mass
+    mention (bot/words/model_text.py): whatever the client renders, nothing is hidden."""
+    text = defused(text)
     if len(text) > TEXT_LIMIT:
         text = text[: TEXT_LIMIT - 1] + "…"
     return MessageActivityInput(text=text, text_format="plain")

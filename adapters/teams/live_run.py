@@ -5,9 +5,11 @@ reply streamed in personal chats, a Stop button, and how the turn ended.
   renewed as it fades while the model writes a reply that is not streamed.
 - Personal chats (the only conversations Teams streams in): each reply of the model is one
   streamed message (reply_stream.py): informative lines while nothing is written ("Thinking…",
-  "Running lookup…", "Waiting for Bob Baker to approve: Deploy v2"), then the text as it grows,
-  then the final message with the whole reply. Pieces go at most one per `interval` seconds
-  (Teams takes about one a second): what the model wrote meanwhile is sent together.
+  "Running lookup…", "Waiting for Bob Baker to approve: Deploy v2"), then the text as it grows
+  (each piece the whole text so far, rendered by bot/words/model_text.py, less a tail that may
+  yet become a link or a mention), then the final message with the whole reply. Pieces go at
+  most one per `interval` seconds (Teams takes about one a second): what the model wrote
+  meanwhile is sent together.
 - Elsewhere, or once Teams refused a stream (403) or a piece failed for good: the reply is one
   plain message, as the turn's `post` always posted it; a reply already in a stream is never
   posted again.
@@ -38,6 +40,7 @@ from adapters.teams.text import clean, cut
 from bot import RenderState, RequestUpdate
 from bot.agent.steps import ToolStep
 from bot.bridge.watches import Ending, TurnEnd
+from bot.words.model_text import settled
 from bot.words.phrases import listed
 
 log = logging.getLogger(__name__)
@@ -189,8 +192,11 @@ class TeamsLiveRun:
         if stream is not None and (stream.broken or stream.finished):
             return None
         shown = stream.shown if stream is not None else ""
-        if self._text and self._text != shown:
-            return ("grow", self._text)
+        # Not a tail more text could make a link or a mention of: `[Approve` or `<at>ever`
+        # would show as written until the next piece (bot/words/model_text.py).
+        growing = self._text[: settled(self._text)]
+        if growing and growing != shown:
+            return ("grow", growing)
         if self._line and not shown and self._line != self._informed:
             return ("inform", self._line)
         return None

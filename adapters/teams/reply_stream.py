@@ -17,8 +17,8 @@ A stream that Teams refuses (403 `ContentStreamNotAllowed`: not a personal chat,
 turned off; a stream past two minutes) or that fails for good is `broken`: nothing more is sent
 on it, and the caller falls back to a plain message. One its user stopped with Teams' own stop
 button (the same 403, saying the stream was cancelled) is `cancelled` too. Text is plain
-(`textFormat: plain`), like every reply of the agent's (connector.text_activity): the model
-cannot hide a link.
+(`textFormat: plain`), like every reply of the agent's (connector.text_activity), and rendered
+by bot/words/model_text.py: a link shows its target, no image, no mass mention.
 """
 
 from __future__ import annotations
@@ -28,12 +28,16 @@ from microsoft_teams.api.activities.message import MessageActivityInput
 from microsoft_teams.api.models import ChannelData
 
 from adapters.teams.connector import TEXT_LIMIT, Connector, ConnectorError
+from bot.words.model_text import defused
 
 INFORMATIVE = "informative"
 PLAIN = "plain"
 
 
 def _cut(text: str) -> str:
+    """The text a piece carries: rendered whole each time (bot/words/model_text.py), so a
+    mention or a link split across two pieces is defused as the whole reply is."""
+    text = defused(text)
     return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
 
 

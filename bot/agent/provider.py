@@ -25,6 +25,7 @@ TextDeltaCallback = Callable[[str], None]
 """A piece of the reply's text, told as it streams in (it must return at once)."""
 TextCallback = Callable[[str], Awaitable[None]]
 
+TEXT_JOIN = "\n"  # between two text blocks of one reply, as told and as posted
 INTERRUPTED = "The agent's reply was interrupted."
 """Told to the person when the model's reply was cut short twice and nothing of it was used."""
 
@@ -48,7 +49,7 @@ class AssistantTurn:
     @property
     def text(self) -> str:
         texts = (b.get("text", "") for b in self.content if b.get("type") == "text")
-        return "\n".join(t for t in texts if t)
+        return TEXT_JOIN.join(t for t in texts if t)
 
 
 class AIProvider(Protocol):
@@ -117,7 +118,7 @@ class AnthropicAIProvider:
         ) as stream:
             # Only `message_stop` completes a reply: a stream that ends before it (cleanly or
             # not) may hold a tool call whose input merely looks complete.
-            stopped = False
+            stopped, told = False, _Told(on_text_delta)
             try:
                 async for event in stream:
                     if event.type == "message_stop":
@@ -126,8 +127,9 @@ class AnthropicAIProvider:
                         block = event.content_block
                         if block.type == "tool_use":
                             on_tool_start(block.name, block.id)
-                    elif event.type == "content_block_delta" and on_text_delta is not None:
-                        _tell_text(event.delta, on_text_delta)
+                        told.block_started()
+                    elif event.type == "content_block_delta":
+                        told.delta(event.delta)
             # Older SDKs let the HTTP client's error through; 2.17 and newer wrap a failed
             # read of the body as an APIConnectionError (the request itself was sent above).
             except (httpx2.TransportError, anthropic.APIConnectionError) as err:
@@ -142,10 +144,28 @@ class AnthropicAIProvider:
         await self._client.close()
 
 
-def _tell_text(delta: Any, on_text_delta: TextDeltaCallback) -> None:
-    """A streamed delta's text, if it is text (not a tool call's input, not thinking)."""
-    if delta.type == "text_delta" and delta.text:
-        on_text_delta(delta.text)
+class _Told:
+    """The reply's text told as it streams, as `AssistantTurn.text` joins it: a text block
+    after another starts with `TEXT_JOIN`. Told without it, two blocks read as one text that
+    the complete reply does not start with, and a surface that shows only what it has not
+    shown yet showed the whole reply a second time."""
+
+    def __init__(self, tell: TextDeltaCallback | None) -> None:
+        self.tell = tell
+        self.said = False  # some text was told
+        self.new_block = False  # a block started since the last text told
+
+    def block_started(self) -> None:
+        self.new_block = True
+
+    def delta(self, delta: Any) -> None:
+        """A streamed delta's text, if it is text (not a tool call's input, not thinking)."""
+        if self.tell is None or delta.type != "text_delta" or not delta.text:
+            return
+        if self.new_block and self.said:
+            self.tell(TEXT_JOIN)
+        self.new_block, self.said = False, True
+        self.tell(delta.text)
 
 
 ModelTrouble = Literal["key", "model", "unreachable", "other"]

@@ -33,6 +33,7 @@ __all__ = [
     "ScriptItem",
     "Turn",
     "reply",
+    "reply_pieces",
     "reply_text",
     "reply_tool_use",
     "stream_events",
@@ -61,6 +62,7 @@ class Turn:
     hold: asyncio.Event | None = None
     cut_after: int | None = None
     reset: bool = False
+    pieces: dict[int, list[str]] | None = None  # a text block's deltas (by index), exactly
 
 
 @dataclass
@@ -132,6 +134,11 @@ def reply_text(
     return reply(text_block(text), delay=delay, hold=hold, cut_after=cut_after, reset=reset)
 
 
+def reply_pieces(*pieces: str, delay: float = 0.0) -> Turn:
+    """A text reply streamed in exactly these deltas (a word split across two, say)."""
+    return Turn([text_block("".join(pieces))], "end_turn", delay, pieces={0: list(pieces)})
+
+
 def reply_tool_use(
     name: str,
     input: dict[str, Any],
@@ -148,7 +155,7 @@ def reply_tool_use(
 
 def stream_events(turn: Turn, model: str = "claude-test") -> list[dict[str, Any]]:
     """The SSE events a turn streams, uncut: to pick a ``cut_after`` by what it lands on."""
-    return list(_events(_message({"model": model, "messages": []}, turn)))
+    return list(_events(_message({"model": model, "messages": []}, turn), turn.pieces))
 
 
 class _Reject(Exception):
@@ -320,7 +327,7 @@ class FakeAnthropic:
         )
         resp.headers["Cache-Control"] = "no-cache"
         await resp.prepare(request)
-        events = list(_events(message))
+        events = list(_events(message, getattr(turn, "pieces", None)))  # duck-typed turns too
         if turn.cut_after is not None:
             events = events[: turn.cut_after]
         try:
@@ -431,7 +438,9 @@ def _message(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
     }
 
 
-def _events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _events(
+    message: dict[str, Any], text_deltas: dict[int, list[str]] | None = None
+) -> Iterator[dict[str, Any]]:
     start = {**message, "content": [], "stop_reason": None}
     start["usage"] = {**message["usage"], "output_tokens": 1}
     yield {"type": "message_start", "message": start}
@@ -440,7 +449,8 @@ def _events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
         head, deltas = block, []  # other block types arrive whole in content_block_start
         if block["type"] == "text":
             head = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": t} for t in _split_text(block["text"])]
+            texts = (text_deltas or {}).get(index) or _split_text(block["text"])
+            deltas = [{"type": "text_delta", "text": t} for t in texts]
         elif block["type"] == "tool_use":
             head = {**block, "input": {}}
             pieces = ["", *_split_json(json.dumps(block["input"]))]

@@ -695,8 +695,9 @@ async def test_model_written_text_is_escaped(env: Env) -> None:
     await thread.settled(message, answered_by(ALICE))
     reply = await thread.reply()
     assert_inert(reply["text"])
-    assert reply["text"].startswith("Ping &lt;!channel&gt; and @\u2060here, &lt;@U999&gt; too")
-    assert "&lt;https://evil.example|click me&gt; &amp; more" in reply["text"]
+    # The model's reply: the broadcast a word that pings nobody, the link showing its target.
+    assert reply["text"].startswith("Ping @\u2060channel and @\u2060here, &lt;@U999&gt; too")
+    assert "click me (https://evil.example) &amp; more" in reply["text"]
     for version in env.slack.edits(CHANNEL, message["ts"]):
         assert_inert(json.dumps(version, ensure_ascii=False))
 

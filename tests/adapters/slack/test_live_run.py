@@ -7,13 +7,14 @@ streaming it is posted whole, once; the Stop button and `/hitl stop` stop the tu
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlencode
 
 from adapters.slack.run_chunks import INTERRUPTED
 from bot.bridge.turns import TURN_STOPPED
 from tests.adapters.slack.conftest import ALICE, CHANNEL, JSON, STRANGER, WAIT, Env, Thread
 from tests.adapters.slack.test_e2e import FINAL, start_turn
-from tests.fakes.anthropic_api import reply_text
+from tests.fakes.anthropic_api import reply, reply_pieces, reply_text, text_block
 from tests.fakes.slack_api import TEAM_ID
 
 STOP = "hitl_stop_run"
@@ -75,6 +76,53 @@ async def test_a_reply_is_streamed_into_one_message_and_not_posted_again(env: En
     assert env.slack.calls_to("chat.postMessage") == []  # nothing said twice
     assert len(env.slack.calls_to("chat.stopStream")) == 1
     assert env.slack.refused == []
+
+
+async def test_a_reply_of_two_text_blocks_is_streamed_once(env: Env) -> None:
+    env.model.script(reply(text_block("First part, "), text_block("and the second.")))
+    thread = await env.mention("hi")
+    message = await streamed_reply(env, thread)
+    assert message["text"] == "First part, \nand the second."  # as the loop joins them
+    assert env.slack.calls_to("chat.postMessage") == []  # not streamed, then posted again
+    assert env.slack.refused == []
+
+
+# A prompt-injected reply in the pieces the model streams it in: a mass mention split across
+# two flushes, a masked link, an image, Slack's own link and group mention split too.
+HOSTILE = (
+    "Hello @chan", "nel, please: [Approve ", "now](https://evil.example/ok) and ",
+    "![logo](https://evil.example/l.png) <!sub", "team^S1> <https://evil.example|Open>",
+)  # fmt: skip
+SHOWN = (
+    "Hello @\u2060channel, please: Approve now (https://evil.example/ok) and "
+    "logo (https://evil.example/l.png) @subteam Open (https://evil.example)"
+)
+LIVE = re.compile(r"@(channel|here|everyone)\b|\]\(|!\[|<!|<https?:", re.IGNORECASE)
+
+
+async def test_a_hostile_reply_streamed_in_pieces_shows_every_target_and_pings_nobody(
+    env: Env,
+) -> None:
+    env.model.script(reply_pieces(*HOSTILE, delay=0.05))
+    thread = await env.mention("hi")
+    message = await streamed_reply(env, thread)
+    assert message["text"] == SHOWN  # every piece as the whole reply renders: nothing live
+    calls = env.slack.calls_to("chat.startStream") + env.slack.calls_to("chat.appendStream")
+    sent = [c["text"] for call in calls for c in call["chunks"] if c["type"] == "markdown_text"]
+    assert len(sent) >= 2 and not any(LIVE.search(piece) for piece in sent)
+    assert env.slack.calls_to("chat.postMessage") == []
+    assert env.slack.refused == []
+
+
+async def test_a_hostile_reply_posted_whole_shows_every_target_and_unfurls_nothing(
+    env: Env,
+) -> None:
+    env.slack.fail("chat.startStream", "not_allowed")
+    env.model.script(reply_pieces(*HOSTILE))
+    thread = await env.mention("hi")
+    assert (await thread.reply())["text"] == SHOWN
+    (posted,) = env.slack.calls_to("chat.postMessage")
+    assert posted["unfurl_links"] is False and posted["unfurl_media"] is False
 
 
 async def test_a_burst_of_500_tokens_is_a_few_appends(env: Env) -> None:

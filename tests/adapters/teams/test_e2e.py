@@ -411,7 +411,7 @@ async def test_the_agents_text_is_sent_as_plain_text(env: Env) -> None:
     await chat.reply()
     (sent,) = chat.bot_activities()
     assert sent["textFormat"] == "plain"
-    assert sent["text"] == "See [this](https://evil.example) <at>everyone</at>"
+    assert sent["text"] == "See this (https://evil.example) @\u2060everyone"  # model_text.py
     # No mention can ping anyone: the only entity is the streamed message's.
     assert [e["type"] for e in sent.get("entities", [])] == ["streaminfo"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from tests.adapters.teams.conftest import (
     request_id_of,
     text_of,
 )
-from tests.fakes.anthropic_api import reply_text, reply_tool_use
+from tests.fakes.anthropic_api import reply_pieces, reply_text, reply_tool_use
 from tests.fakes.bot_connector import Stream, cards_of
 
 REPLY = "Hello there, this reply is streamed word by word."
@@ -132,6 +133,43 @@ async def test_pieces_keep_to_teams_rate(start_env: StartEnv) -> None:
     assert stream.final is not None and stream.final["text"] == REPLY
     assert chat.texts() == [REPLY]
     assert env.connector.refused == []  # never two pieces closer than Teams takes them
+
+
+# A prompt-injected reply in the pieces the model streams it in: a mass mention split across
+# two pieces, a masked link, an image, a Teams mention and an HTML anchor.
+HOSTILE = (
+    "Hello @chan", "nel, please: [Approve ", "now](https://evil.example/ok) and ",
+    "![logo](https://evil.example/l.png) <at>ever", 'yone</at> <a href="https://evil.example">',
+    "Open</a>",
+)  # fmt: skip
+SHOWN = (
+    "Hello @\u2060channel, please: Approve now (https://evil.example/ok) and "
+    "logo (https://evil.example/l.png) @\u2060everyone Open (https://evil.example)"
+)
+LIVE = re.compile(r"@(channel|here|everyone)\b|\]\(|!\[|<at\b|<a\b", re.IGNORECASE)
+
+
+async def test_a_hostile_reply_streamed_shows_every_target_and_pings_nobody(
+    start_env: StartEnv,
+) -> None:
+    env = await start_env(connector_options={"stream_interval": 0.0})
+    env.model.script(reply_pieces(*HOSTILE, delay=0.02))
+    chat = await env.say("hi")
+    stream = await ended_stream(env)
+    assert stream.final is not None and stream.final["text"] == SHOWN
+    grown = stream.texts()
+    assert grown and not any(LIVE.search(text) for text in grown)  # each piece rendered whole
+    assert chat.texts() == [SHOWN]
+    assert env.connector.refused == []
+
+
+async def test_a_hostile_reply_in_a_channel_shows_every_target_and_pings_nobody(
+    env: Env,
+) -> None:
+    env.model.script(reply_pieces(*HOSTILE))
+    chat = await env.say("hi", conversation_id=CHANNEL)
+    assert await chat.reply() == SHOWN
+    assert env.connector.streams(chat.conversation_id) == []
 
 
 async def test_a_tool_step_and_an_approval_wait_are_told_by_name(env: Env) -> None:

@@ -76,6 +76,17 @@ async def test_the_reply_is_told_piece_by_piece_and_each_tool_start_and_end(
     assert finished == [ToolStep("toolu_1", "lookup", {}, True, "found it")]
 
 
+async def test_two_text_blocks_are_told_as_the_reply_joins_them(
+    fake: FakeAnthropic, provider: AnthropicAIProvider
+) -> None:
+    fake.script(reply(text_block("First part."), text_block(""), text_block("Second part.")))
+    steps = Steps()
+    ai = AIChannel("agent", provider=provider)
+    said = await within(ai.respond("R1", "two blocks?", steps=steps))
+    assert said == "First part.\nSecond part."
+    assert steps.texts() == said  # what a stream showed is the reply: nothing shown twice
+
+
 async def test_a_failed_tool_ends_its_step_with_the_error(
     fake: FakeAnthropic, provider: AnthropicAIProvider
 ) -> None:
