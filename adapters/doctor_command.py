@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from adapters.doctor import agent, model, policy, store, webhooks
+from adapters.doctor import agent, model, policy, store, surfaces, webhooks
 from adapters.doctor.report import as_json, exit_status, lines
 from adapters.doctor.results import Result, failed
 from adapters.doctor.running import Check, run_checks
@@ -38,6 +38,7 @@ async def diagnose(settings: Settings, *, cloud: CloudEnvironment | None = None)
             sources["entra:"] = entra_groups
         checks = [
             Check(store.DATABASE, lambda: store.database(settings)),
+            Check(surfaces.SURFACES, lambda: surfaces.surfaces(settings)),
             Check(slack.BOT_TOKEN, lambda: slack.bot_token(settings)),
             Check(slack.SIGNING, lambda: slack.signing_secret(settings)),
             Check(slack.SOCKET, lambda: slack.socket_mode(settings)),
