@@ -455,3 +455,13 @@ def test_tokens_are_made_once_listed_and_revoked(
     assert main(["tokens", "revoke", "ci-agent"]) == 1
     assert capsys.readouterr().err.endswith("the token ci-agent was revoked already\n")
     assert main(["tokens", "create", "--name", "bad name"]) == 1
+
+
+def test_version_prints_the_installed_package_s(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run([*COMMAND, "--version"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60, check=False)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, f"hitl-bridge {version('hitl-bridge')}\n", ""
+    )  # fmt: skip
