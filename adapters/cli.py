@@ -239,8 +239,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         from bot.store import upgrade
 
         with database_step(settings.database_url):
-            await upgrade(settings.database_url)
-        print(f"database at {safe(shown_url(settings.database_url))} is at the newest revision")
+            applied = await upgrade(settings.database_url)
+        print(f"database at {safe(shown_url(settings.database_url))}: {_upgraded(applied)}")
         return 0
     if args.command == "audit":
         store = await _migrated_store(settings)
@@ -259,6 +259,16 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await _sealed_and_closed(store)
     return await _print_pending(settings)
+
+
+def _upgraded(applied: list[str]) -> str:
+    """What `db upgrade` did: the migrations it applied, or that there were none to apply."""
+    from bot.store.migrate import head_revision
+
+    if not applied:
+        return f"already at {head_revision()}, nothing to apply"
+    shown = ", ".join(applied) if len(applied) <= 3 else f"{applied[0]} … {applied[-1]}"
+    return f"applied {len(applied)} migration{'s' if len(applied) > 1 else ''}: {shown}"
 
 
 async def _migrated_store(settings: Settings) -> SqlStore:

@@ -21,6 +21,7 @@ from bot.gates.grants import digest
 from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
 from bot.store.doors import DoorTables
+from bot.store.migrate import downgrade
 
 pytestmark = pytest.mark.subprocess  # each command runs as a process
 
@@ -465,3 +466,20 @@ def test_version_prints_the_installed_package_s(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         0, f"hitl-bridge {version('hitl-bridge')}\n", ""
     )  # fmt: skip
+
+
+def test_db_upgrade_says_what_it_applied(tmp_path: Path) -> None:
+    from bot.store.migrate import ALEMBIC_DIR, head_revision
+
+    every = sorted(path.name[:4] for path in (ALEMBIC_DIR / "versions").glob("[0-9]*.py"))
+    head = head_revision()
+    assert every[-1] == head
+    url = f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}"
+    shown = f"database at {url}: "
+    done = hitl(tmp_path, "db", "upgrade", HITL_DATABASE_URL=url)
+    assert done.stdout == f"{shown}applied {len(every)} migrations: {every[0]} … {head}\n"
+    done = hitl(tmp_path, "db", "upgrade", HITL_DATABASE_URL=url)
+    assert done.stdout == f"{shown}already at {head}, nothing to apply\n"
+    asyncio.run(downgrade(url, every[-3]))
+    done = hitl(tmp_path, "db", "upgrade", HITL_DATABASE_URL=url)
+    assert done.stdout == f"{shown}applied 2 migrations: {every[-2]}, {head}\n"
