@@ -21,7 +21,6 @@ from bot.gates.grants import digest
 from bot.records import Grant, RequestRecord, RequestStatus, Settlement
 from bot.store import open_store, upgrade
 from bot.store.doors import DoorTables
-from bot.store.migrate import downgrade
 
 pytestmark = pytest.mark.subprocess  # each command runs as a process
 
@@ -456,30 +455,3 @@ def test_tokens_are_made_once_listed_and_revoked(
     assert main(["tokens", "revoke", "ci-agent"]) == 1
     assert capsys.readouterr().err.endswith("the token ci-agent was revoked already\n")
     assert main(["tokens", "create", "--name", "bad name"]) == 1
-
-
-def test_version_prints_the_installed_package_s(tmp_path: Path) -> None:
-    from importlib.metadata import version
-
-    done = subprocess.run([*COMMAND, "--version"], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=60, check=False)  # fmt: skip
-    assert (done.returncode, done.stdout, done.stderr) == (
-        0, f"hitl-bridge {version('hitl-bridge')}\n", ""
-    )  # fmt: skip
-
-
-def test_db_upgrade_says_what_it_applied(tmp_path: Path) -> None:
-    from bot.store.migrate import ALEMBIC_DIR, head_revision
-
-    every = sorted(path.name[:4] for path in (ALEMBIC_DIR / "versions").glob("[0-9]*.py"))
-    head = head_revision()
-    assert every[-1] == head
-    url = f"sqlite+aiosqlite:///{tmp_path / 'hitl.db'}"
-    shown = f"database at {url}: "
-    done = hitl(tmp_path, "db", "upgrade", HITL_DATABASE_URL=url)
-    assert done.stdout == f"{shown}applied {len(every)} migrations: {every[0]} … {head}\n"
-    done = hitl(tmp_path, "db", "upgrade", HITL_DATABASE_URL=url)
-    assert done.stdout == f"{shown}already at {head}, nothing to apply\n"
-    asyncio.run(downgrade(url, every[-3]))
-    done = hitl(tmp_path, "db", "upgrade", HITL_DATABASE_URL=url)
-    assert done.stdout == f"{shown}applied 2 migrations: {every[-2]}, {head}\n"
