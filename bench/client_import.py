@@ -4,9 +4,10 @@ Run with `.venv/bin/python bench/client_import.py [--runs N] [--code DIR]`. It p
 medians and their ratio and asserts nothing (target: the ratio within 1.25). Each run is a
 fresh process; the two imports are measured in turns, after one warm-up of each, so a busy
 machine's load falls on both alike. `--code` is a checkout whose client is measured (default:
-this one; its clients/python goes first on PYTHONPATH). Bytecode is written to a temporary
-folder, as an installed package has it. A third line, `from hitl_client import HitlClient,
-verify_webhook`, is what a program using the client pays once it touches it.
+this one; its clients/python goes first on PYTHONPATH); given twice (`--code ../main --code .`)
+the two are measured in turns, the ratios each against its own bare run. Bytecode is written
+to a temporary folder, as an installed package has it. A third line, `from hitl_client
+import HitlClient, verify_webhook`, is what a program using the client pays once it uses it.
 """
 
 from __future__ import annotations
@@ -38,26 +39,37 @@ def timed(code: str, env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21, help="fresh processes of each import")
-    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout measured")
+    parser.add_argument("--code", type=Path, action="append",
+                        help="a checkout measured (default: this one); twice: both")  # fmt: skip
     args = parser.parse_args()
+    codes = [code.resolve() for code in args.code or [ROOT]]
     with tempfile.TemporaryDirectory() as folder:
-        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = folder
-        env["PYTHONPATH"] = str(args.code.resolve() / "clients" / "python")
-        lines = (BARE, CLIENT, USED)
-        times: dict[str, list[float]] = {line: [] for line in lines}
-        for line in lines:
-            timed(line, env)  # the warm-up writes the bytecode
+        runs = [(code, line) for code in codes for line in (BARE, CLIENT, USED)]
+        envs = {code: env_of(code, Path(folder) / str(n)) for n, code in enumerate(codes)}
+        times: dict[tuple[Path, str], list[float]] = {run: [] for run in runs}
+        for code, line in runs:
+            timed(line, envs[code])  # the warm-up writes the bytecode
         for _ in range(args.runs):
-            for line in lines:
-                times[line].append(timed(line, env))
-    bare = statistics.median(times[BARE])
+            for code, line in runs:
+                times[code, line].append(timed(line, envs[code]))
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}, Python {platform.python_version()}, "
           f"median of {args.runs} fresh processes each")  # fmt: skip
-    for line in lines:
-        median = statistics.median(times[line])
-        print(f"  {line:<52} {median * 1000:7.1f} ms  {median / bare:5.2f} x")
+    for code in codes:
+        bare = statistics.median(times[code, BARE])
+        print(code)
+        for line in (BARE, CLIENT, USED):
+            median = statistics.median(times[code, line])
+            print(f"  {line:<52} {median * 1000:7.1f} ms  {median / bare:5.2f} x")
+
+
+def env_of(code: Path, pycache: Path) -> dict[str, str]:
+    """The environment of a measured import: `code`'s client first on the path, bytecode in
+    `pycache` (so no checkout is written to)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env["PYTHONPATH"] = str(code / "clients" / "python")
+    return env
 
 
 if __name__ == "__main__":
