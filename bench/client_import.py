@@ -7,7 +7,8 @@ machine's load falls on both alike. `--code` is a checkout whose client is measu
 this one; its clients/python goes first on PYTHONPATH); given twice (`--code ../main --code .`)
 the two are measured in turns, the ratios each against its own bare run. Bytecode is written
 to a temporary folder, as an installed package has it. A third line, `from hitl_client
-import HitlClient, verify_webhook`, is what a program using the client pays once it uses it.
+import HitlClient, verify_webhook`, is what a program using the client pays once it uses it;
+a fourth, httpx, asyncio and pydantic's BaseModel, the floor of that.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 BARE = "import httpx, pydantic"
 CLIENT = "import hitl_client"
 USED = "from hitl_client import HitlClient, verify_webhook"
+# The floor of USED: any program with a pydantic model pays for BaseModel's machinery, which
+# `import pydantic` alone does not load (its names are imported on first use).
+MODELS = "import httpx, asyncio; from pydantic import BaseModel, Field"
+LINES = (BARE, CLIENT, USED, MODELS)
 
 
 def timed(code: str, env: dict[str, str]) -> float:
@@ -44,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     codes = [code.resolve() for code in args.code or [ROOT]]
     with tempfile.TemporaryDirectory() as folder:
-        runs = [(code, line) for code in codes for line in (BARE, CLIENT, USED)]
+        runs = [(code, line) for code in codes for line in LINES]
         envs = {code: env_of(code, Path(folder) / str(n)) for n, code in enumerate(codes)}
         times: dict[tuple[Path, str], list[float]] = {run: [] for run in runs}
         for code, line in runs:
@@ -58,9 +63,9 @@ def main() -> None:
     for code in codes:
         bare = statistics.median(times[code, BARE])
         print(code)
-        for line in (BARE, CLIENT, USED):
+        for line in LINES:
             median = statistics.median(times[code, line])
-            print(f"  {line:<52} {median * 1000:7.1f} ms  {median / bare:5.2f} x")
+            print(f"  {line:<62} {median * 1000:7.1f} ms  {median / bare:5.2f} x")
 
 
 def env_of(code: Path, pycache: Path) -> dict[str, str]:
