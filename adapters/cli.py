@@ -47,6 +47,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(CONFIGURATION, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's, read only when asked (importlib.metadata is not
+    free, and `--help` must stay quick)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            shown = version("hitl-bridge")
+        except PackageNotFoundError:  # the sources run without being installed
+            shown = "(not installed: no version)"
+        print(f"hitl-bridge {shown}")  # on stdout, as argparse's own version action
+        parser.exit(0)
+
+
 def _parser() -> argparse.ArgumentParser:
     # Also after the command (`hitl-bridge serve --debug`); SUPPRESS keeps the one before it.
     common = _Parser(add_help=False)
@@ -57,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hitl-bridge", description=__doc__.split("\n", 1)[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = commands.add_parser(
         "demo", parents=[common], help="an agent in this terminal, asking you"
@@ -219,8 +239,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         from bot.store import upgrade
 
         with database_step(settings.database_url):
-            await upgrade(settings.database_url)
-        print(f"database at {safe(shown_url(settings.database_url))} is at the newest revision")
+            applied = await upgrade(settings.database_url)
+        print(f"database at {safe(shown_url(settings.database_url))}: {_upgraded(applied)}")
         return 0
     if args.command == "audit":
         store = await _migrated_store(settings)
@@ -239,6 +259,16 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await _sealed_and_closed(store)
     return await _print_pending(settings)
+
+
+def _upgraded(applied: list[str]) -> str:
+    """What `db upgrade` did: the migrations it applied, or that there were none to apply."""
+    from bot.store.migrate import head_revision
+
+    if not applied:
+        return f"already at {head_revision()}, nothing to apply"
+    shown = ", ".join(applied) if len(applied) <= 3 else f"{applied[0]} … {applied[-1]}"
+    return f"applied {len(applied)} migration{'s' if len(applied) > 1 else ''}: {shown}"
 
 
 async def _migrated_store(settings: Settings) -> SqlStore:

@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from adapters.doctor import agent, model, policy, store, webhooks
+from adapters.doctor import agent, model, policy, store, surfaces, webhooks
 from adapters.doctor.report import as_json, exit_status, lines
 from adapters.doctor.results import Result, failed
 from adapters.doctor.running import Check, run_checks
 from adapters.settings import Settings, settings_problem
+from bot import ConfigurationError
 
 if TYPE_CHECKING:
     import httpx
@@ -38,6 +39,7 @@ async def diagnose(settings: Settings, *, cloud: CloudEnvironment | None = None)
             sources["entra:"] = entra_groups
         checks = [
             Check(store.DATABASE, lambda: store.database(settings)),
+            Check(surfaces.SURFACES, lambda: surfaces.surfaces(settings, _teams_set_up(settings))),
             Check(slack.BOT_TOKEN, lambda: slack.bot_token(settings)),
             Check(slack.SIGNING, lambda: slack.signing_secret(settings)),
             Check(slack.SOCKET, lambda: slack.socket_mode(settings)),
@@ -49,6 +51,16 @@ async def diagnose(settings: Settings, *, cloud: CloudEnvironment | None = None)
             Check(store.ADMIN, lambda: store.admin_console(settings)),
         ]
         return await run_checks(checks)
+
+
+def _teams_set_up(settings: Settings) -> bool:
+    """Whether Teams is set up, even half (its own check says what is missing)."""
+    from adapters.teams.config import teams_config
+
+    try:
+        return teams_config(settings) is not None
+    except ConfigurationError:
+        return True
 
 
 @contextlib.asynccontextmanager

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Collection, Mapping
 from logging.config import fileConfig
+from typing import Any
 
 from alembic import context
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from sqlalchemy import event, pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -75,11 +78,21 @@ def do_run_migrations(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         # Our SQLite engine emits real BEGINs, so SQLite upgrades are atomic too.
         transactional_ddl=True,
+        on_version_apply=_applied,  # what `db upgrade` says it applied
     )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
         context.run_migrations()
+
+
+def _applied(
+    ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any], run_args: Mapping[str, Any]
+) -> None:
+    """Note each migration applied in the list bot/store/migrate.py's `upgrade` passed, if any."""
+    applied = config.attributes.get("applied")
+    if applied is not None and step.is_upgrade:
+        applied.append(step.up_revision_id)
 
 
 async def run_async_migrations() -> None:

@@ -15,7 +15,7 @@ from adapters.agent import (
 )
 from adapters.console.surface import ConsoleSurface, Terminal, room_of
 from adapters.settings import Settings
-from bot import AIChannel, AnthropicAIProvider, Bridge, RequestUpdate
+from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError, RequestUpdate
 from bot.gates.gate import approval_gate
 from bot.gates.grants import Grants
 from bot.requests.access import AnswerPolicy
@@ -30,6 +30,14 @@ __all__ = ["SYSTEM_PROMPT", "make_provider", "run_demo"]
 async def run_demo(settings: Settings, terminal: Terminal, message: str | None = None) -> int:
     """Run turns typed at the terminal (or just `message`); returns the exit status."""
     settings, config = read_agent_file(settings)
+    if settings.policy_file is not None:
+        # Its approvers are Slack and Teams people, and a rule may want two of them or forbid
+        # the actor: nobody at this terminal could meet it, so the demo refuses it rather
+        # than let the one person here approve what the policy gives to others.
+        raise ConfigurationError(
+            f"the demo does not apply HITL_POLICY_FILE ({settings.policy_file}): it has only "
+            "you at the terminal; unset it for the demo, or try the policy with `serve`"
+        )
     store = await open_store(settings.database_url)
     store.audit_redact = audit_redaction(settings, config)
     try:

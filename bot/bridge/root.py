@@ -21,7 +21,7 @@ from bot.agent.hooks import Hook, HookContext, HookExecution, HookRegistry, Hook
 from bot.bridge.ports import RequestStore
 from bot.bridge.surfaces import Surface
 from bot.doors.addresses import Address, Addressee, UnknownAddressError
-from bot.durable.leases import LEASE_SECONDS, RunLeases
+from bot.durable.leases import LEASE_SECONDS, RunLeases, left_by
 from bot.durable.sweep import DeadlineScheduler
 from bot.errors import UndeliverableError
 from bot.failures import RepeatedFailures
@@ -298,7 +298,7 @@ class Bridge:
             if channel is None or not await runs.adopt(run):
                 continue
             taken += 1
-            log.info("resuming the run of %s left by another worker", run.room_id)
+            log.info("resuming the run of %s %s", run.room_id, left_by(run.owner, runs.worker_id))
             on_text = self._speaker_for(run.room_id)
             self._spawn(channel.resume(run.room_id, actor_id=run.actor_id, on_text=on_text))
         return taken

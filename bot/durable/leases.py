@@ -80,6 +80,21 @@ class LeaseRows(Protocol):
         ...
 
 
+def left_by(owner: str | None, worker_id: str) -> str:
+    """Who left a lapsed run, as the log tells it to `worker_id`: worker ids are
+    `host:pid:random` (bot.human_input.worker), so a run of this host's is an earlier process
+    of it (most often this service before a restart), never "another worker" to an operator
+    who runs one; only a run of another host's was left by another worker."""
+    if owner is None:
+        return "left by a worker that did not say who it was"
+    if owner == worker_id:
+        return "left by this worker (its lease lapsed)"
+    host = worker_id.split(":", 1)[0]
+    if owner.split(":", 1)[0] == host:
+        return f"left by an earlier process of this host ({owner}), stopped or restarted"
+    return f"left by another worker ({owner}), gone"
+
+
 class RunLeases:
     """This worker's runs: acquire per turn, renewed in the background, released on shutdown."""
 

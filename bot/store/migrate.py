@@ -53,12 +53,16 @@ async def upgrade(
     *,
     schema: str | None = None,
     connect_args: Mapping[str, Any] | None = None,
-) -> None:
-    """Migrate the database at `url` up to `revision` (the newest by default)."""
+) -> list[str]:
+    """Migrate the database at `url` up to `revision` (the newest by default); the revisions
+    applied, oldest first ([] when it was there already)."""
     from alembic import command  # here: `serve` checks the revision, it never migrates
 
     config = alembic_config(url, schema=schema, connect_args=connect_args)
+    applied: list[str] = []
+    config.attributes["applied"] = applied  # filled by alembic/env.py, a migration at a time
     await asyncio.to_thread(_run_command, command.upgrade, config, revision)
+    return applied
 
 
 async def downgrade(

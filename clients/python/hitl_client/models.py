@@ -22,15 +22,16 @@ FieldType = Literal[
 
 
 class Arguments(BaseModel):
-    """A tool's arguments: strict, as the bridge reads them (a number is a number)."""
+    """A tool's arguments: strict, as the bridge reads them (a number is a number). Each
+    model's validator is built on first use, not at import (bench/client_import.py)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 class Answer(BaseModel):
     """A tool's answer: what the bridge told, fields it adds later ignored."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 class AskUserQuestionArguments(Arguments):

@@ -14,8 +14,9 @@ class RequestInfo(BaseModel):
     """One request, as it stood when the bridge answered (a snapshot: read it again with
     `HitlClient.get`). `answer` is the tool's answer JSON once answered."""
 
-    # Fields the bridge adds later are ignored, so an older client keeps working.
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # Fields the bridge adds later are ignored, so an older client keeps working. Validators
+    # are built on first use, not at import (bench/client_import.py).
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     id: str
     status: Status
@@ -40,7 +41,7 @@ class RequestInfo(BaseModel):
 class RequestPage(BaseModel):
     """One page of `GET /api/v1/requests`: newest first; `next` is the next page's `before`."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     requests: list[RequestInfo]
     next: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 from collections.abc import Mapping
 
@@ -20,6 +21,9 @@ from hitl_client.errors import HitlError
 from hitl_client.request_info import RequestInfo
 
 TOLERANCE = 300.0  # seconds a delivery's timestamp may be off from this machine's clock
+# What the bridge sends, and nothing else (the same in clients/typescript/src/webhooks.ts).
+_SIGNATURE = re.compile(r"sha256=([0-9a-fA-F]{64})")
+_TIMESTAMP = re.compile(r"[0-9]{1,12}(\.[0-9]{1,9})?")
 
 
 class WebhookSignatureError(HitlError):
@@ -47,13 +51,16 @@ def verify_webhook(
     timestamp, signed = named.get("x-hitl-timestamp"), named.get("x-hitl-signature")
     if timestamp is None or signed is None:
         raise WebhookSignatureError("no X-Hitl-Timestamp or X-Hitl-Signature header")
-    if not hmac.compare_digest(signature(secret, timestamp, raw), signed.strip()):
+    given = _SIGNATURE.fullmatch(signed.strip(" \t"))
+    if given is None:  # checked first: compare_digest raises TypeError on non-ASCII text
+        raise WebhookSignatureError(f"X-Hitl-Signature is not sha256=<64 hex>: {signed[:80]!r}")
+    expected = signature(secret, timestamp, raw)
+    if not hmac.compare_digest(expected, "sha256=" + given.group(1).lower()):
         raise WebhookSignatureError("the signature does not match this secret")
-    try:
-        age = abs((time.time() if now is None else now) - float(timestamp))
-    except ValueError:
-        raise WebhookSignatureError(f"X-Hitl-Timestamp is not a time: {timestamp[:40]!r}") from None
-    if age > tolerance:
+    if _TIMESTAMP.fullmatch(timestamp.strip(" \t")) is None:  # no nan, inf, 1e400: never expire
+        raise WebhookSignatureError(f"X-Hitl-Timestamp is not a time: {timestamp[:40]!r}")
+    age = abs((time.time() if now is None else now) - float(timestamp))
+    if not age <= tolerance:
         raise WebhookSignatureError(f"the delivery is {age:.0f} s off (tolerance {tolerance:g} s)")
     return read(RequestInfo, _json(raw))
 

@@ -13,6 +13,10 @@ import { HitlError } from "./errors.js";
 import type { RequestInfo } from "./types.js";
 
 export const TOLERANCE = 300; // seconds a delivery's timestamp may be off from this machine's clock
+// What the bridge sends, and nothing else (the same in clients/python/hitl_client/webhooks.py).
+const SIGNATURE = /^sha256=([0-9a-fA-F]{64})$/;
+const TIMESTAMP = /^[0-9]{1,12}(\.[0-9]{1,9})?$/;
+const EDGES = /^[ \t]+|[ \t]+$/g; // spaces and tabs only, as Python's str.strip(" \t")
 
 /** The delivery is not one the bridge signed with this secret, or is too old. */
 export class WebhookSignatureError extends HitlError {
@@ -41,17 +45,19 @@ export function verifyWebhook(
   if (timestamp === undefined || signed === undefined) {
     throw new WebhookSignatureError("no X-Hitl-Timestamp or X-Hitl-Signature header");
   }
+  const given = SIGNATURE.exec(signed.replace(EDGES, ""));
+  if (given === null) {
+    throw new WebhookSignatureError(`X-Hitl-Signature is not sha256=<64 hex>: ${JSON.stringify(signed.slice(0, 80))}`);
+  }
   const expected = Buffer.from(signature(secret, timestamp, body));
-  const given = Buffer.from(signed.trim());
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+  if (!timingSafeEqual(expected, Buffer.from(`sha256=${(given[1] ?? "").toLowerCase()}`))) {
     throw new WebhookSignatureError("the signature does not match this secret");
   }
-  const sent = Number(timestamp);
-  if (timestamp.trim() === "" || !Number.isFinite(sent)) {
+  if (!TIMESTAMP.test(timestamp.replace(EDGES, ""))) {
     throw new WebhookSignatureError(`X-Hitl-Timestamp is not a time: ${JSON.stringify(timestamp.slice(0, 40))}`);
   }
-  const age = Math.abs(now - sent);
-  if (age > tolerance) {
+  const age = Math.abs(now - Number(timestamp));
+  if (!(age <= tolerance)) {
     throw new WebhookSignatureError(`the delivery is ${age.toFixed(0)} s off (tolerance ${tolerance} s)`);
   }
   let parsed: unknown;

@@ -14,8 +14,11 @@ pytestmark = pytest.mark.subprocess  # `hitl-bridge demo` runs as a process
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run_demo(tmp_path: Path, typed: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_demo(
+    tmp_path: Path, typed: str, *args: str, **variables: str
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HITL_"))}
+    env.update(variables)
     env["HITL_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'demo.db'}"
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
@@ -101,3 +104,27 @@ def test_an_mcp_server_that_cannot_start_is_named_and_the_demo_stops(tmp_path: P
     assert done.returncode == 1
     assert done.stderr.startswith("hitl-bridge: MCP server `ops` did not start: ")
     assert done.stderr.count("\n") == 1
+
+
+# Two approvers of Slack, the actor not among them: one person at a terminal cannot meet it.
+TWO_APPROVERS = """\
+rules:
+  - match: {tool: "*"}
+    approvers: [slack:U0BOB00001, slack:U0CAROL001]
+    required: 2
+    allow_self: false
+"""
+
+
+def test_a_policy_file_is_refused_in_one_line_not_ignored(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(TWO_APPROVERS)
+    typed = "Aurora\n1\n"  # what would approve the deploy, were the policy ignored
+    done = run_demo(tmp_path, typed, "--message", "Ship it", "--agent", str(OPS_AGENT),
+                    HITL_POLICY_FILE=str(policy))  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"hitl-bridge: the demo does not apply HITL_POLICY_FILE ({policy}): it has only you at "
+        "the terminal; unset it for the demo, or try the policy with `serve`\n"
+    )
+    assert "Deployed" not in done.stdout and "Run deploy?" not in done.stdout

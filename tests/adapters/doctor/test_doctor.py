@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from adapters.doctor.report import exit_status
+from adapters.doctor.report import exit_status, lines
 from adapters.doctor.results import Result
 from adapters.doctor_command import diagnose
 from adapters.settings import Settings
@@ -75,6 +75,7 @@ async def test_all_good_passes(
     assert found["Slack scopes"].status == "ok"
     assert found["Slack Socket Mode"].status == "skipped"
     assert found["Teams credentials"].status == "ok"
+    assert found["surfaces"].detail == "Slack and Teams set up"
     assert login.asked[0]["tenant"] == "tenant"
 
 
@@ -134,6 +135,25 @@ def test_the_command_exits_1_on_a_failure_and_prints_no_secret(tmp_path: Path) -
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("✗ database: no SQLite database")
     assert ADMIN not in done.stdout and "admi…" in done.stdout
+
+
+async def test_no_surface_fails_with_the_fix_not_skipped(
+    fakes: tuple[FakeSlack, FakeAnthropic, FakeEntraLogin], url: str
+) -> None:
+    slack, model, login = fakes
+    none = {"SLACK_BOT_TOKEN": None, "SLACK_SIGNING_SECRET": None, "TEAMS_CLIENT_ID": None,
+            "TEAMS_CLIENT_SECRET": None, "TEAMS_TENANT_ID": None}  # fmt: skip
+    results = await diagnose(settings(url, slack, model, **none), cloud=login.cloud)
+    assert exit_status(results) == 1
+    (shown,) = [line for line in lines(results) if line.startswith("✗ surfaces:")]
+    assert shown == (
+        "✗ surfaces: no surface configured (neither Slack nor Teams): `serve` refuses to start"
+        " — fix: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET for Slack, or TEAMS_CLIENT_ID"
+        " and TEAMS_CLIENT_SECRET for Teams (both sets: both); `hitl-bridge demo` needs neither"
+    )
+    slack_only = {**none, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": "sig-0123456"}
+    found = by_check(await diagnose(settings(url, slack, model, **slack_only), cloud=login.cloud))
+    assert (found["surfaces"].status, found["surfaces"].detail) == ("ok", "Slack set up")
 
 
 async def test_a_bad_policy_file_fails_with_its_line(

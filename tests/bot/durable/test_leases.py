@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+
+import pytest
 
 from bot import AIChannel, AnthropicAIProvider, Bridge, HumanInputToolHandler, RenderState
-from bot.durable.leases import RunLeases
+from bot.durable.leases import RunLeases, left_by
 from bot.store import SqlStore, open_store
 from tests.bot.conftest import watch, within
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
@@ -97,3 +100,37 @@ async def test_held_and_adopted_count_what_the_metrics_read(sqlite_url: str) -> 
     await alive.finish("room-1", "agent")
     assert (alive.held, alive.adopted) == (0, 1)
     await store.close()
+
+
+async def test_a_run_left_on_this_host_is_not_said_to_be_another_worker_s(
+    provider: AnthropicAIProvider, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker restarted alone adopts the run its earlier process left: the log says so, and
+    does not send its operator looking for another worker."""
+    store = await open_store(sqlite_url)
+    bridge, _ = await worker(store, provider)
+    assert bridge.runs is not None
+    host = bridge.runs.worker_id.split(":", 1)[0]
+    before_restart = RunLeases(store, worker_id=f"{host}:1:0ld000", lease_seconds=0.001)
+    elsewhere = RunLeases(store, worker_id="other-host:7:abc123", lease_seconds=0.001)
+    assert await before_restart.acquire("R-mine", "agent", "ann", patience=0)
+    assert await elsewhere.acquire("R-theirs", "agent", "bob", patience=0)
+    await asyncio.sleep(0.01)  # the leases lapse: it is what is tested, not a wait for work
+    with caplog.at_level(logging.INFO, logger="bot.bridge.root"):
+        assert await bridge.adopt_orphans(bridge.runs) == 2
+    said = sorted(r.getMessage() for r in caplog.records if "resuming the run" in r.getMessage())
+    assert said == [
+        f"resuming the run of R-mine left by an earlier process of this host ({host}:1:0ld000),"
+        " stopped or restarted",
+        "resuming the run of R-theirs left by another worker (other-host:7:abc123), gone",
+    ]
+    await bridge.close()
+    await store.close()
+
+
+def test_who_left_a_run_is_told_by_its_owner_s_host() -> None:
+    me = "web-1:42:a1b2c3"
+    assert left_by(me, me) == "left by this worker (its lease lapsed)"
+    assert "earlier process of this host" in left_by("web-1:41:ffffff", me)
+    assert "another worker (web-2:41:ffffff)" in left_by("web-2:41:ffffff", me)
+    assert "another" not in left_by(None, me)

@@ -3,8 +3,12 @@ read as the request it tells of; a tampered, re-signed, stale or unsigned one is
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +54,29 @@ def test_what_the_bridge_did_not_sign_now_is_refused(
 def test_a_signed_body_that_is_no_request_is_refused_too() -> None:
     with pytest.raises(WebhookSignatureError, match="not JSON"):
         verify_webhook(SECRET, signed(b"<html>"), b"<html>")
+
+
+# The table both clients' tests read (clients/typescript/test/webhook_cases.test.ts too).
+CASES = json.loads((Path(__file__).parents[1] / "webhook_cases.json").read_text())
+
+
+def case_headers(case: dict[str, Any]) -> dict[str, str]:
+    """The headers of `case`: {hex}/{HEX} in its signature replaced by the bridge's own."""
+    timestamp, written = case["timestamp"], case["signature"]
+    hexed = bridges_signature(CASES["secret"], timestamp or "", CASES["body"].encode())[7:]
+    headers = {"X-Hitl-Timestamp": timestamp, "X-Hitl-Signature": written
+               and written.replace("{hex}", hexed).replace("{HEX}", hexed.upper())}  # fmt: skip
+    return {name: value for name, value in headers.items() if value is not None}
+
+
+@pytest.mark.parametrize("case", CASES["cases"], ids=[case["name"] for case in CASES["cases"]])
+def test_every_delivery_of_the_shared_table_is_verified_or_refused_as_it_says(
+    case: dict[str, Any],
+) -> None:
+    verify = functools.partial(verify_webhook, CASES["secret"], case_headers(case), CASES["body"],
+                               tolerance=CASES["tolerance"], now=CASES["now"])  # fmt: skip
+    if case["refused"] is None:
+        assert verify().id == "r1"
+    else:
+        with pytest.raises(WebhookSignatureError, match=re.escape(case["refused"])):
+            verify()
