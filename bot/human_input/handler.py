@@ -49,7 +49,7 @@ from bot.human_input.snapshots import (
 from bot.human_input.tasks import Tasks
 from bot.human_input.waiter import Wait
 from bot.human_input.waiters import Waiters
-from bot.human_input.worker import HOLD_SECONDS, Worker
+from bot.human_input.worker import HOLD_SECONDS, RECHECK_SECONDS, Worker
 from bot.records import Origin, PendingInput, RequestStatus
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -60,10 +60,10 @@ class HumanInputHandler:
 
     `retention` is how many outcomes stay replayable once wait() has retired their request
     (0: none). With a `store`, `hold_seconds` bounds how long a dead worker's requests wait
-    before the other workers settle them (bot/human_input/holding.py); `worker_id` names this
-    worker in the store (unique per process by default). `rules`: a policy's deadlines,
-    default answers, escalations and audiences (none by default).
-    """
+    before the other workers settle them, `recheck_seconds` how long a wait here on another
+    worker's request misses its settle's lost NOTIFY (bot/human_input/holding.py); `worker_id`
+    names this worker in the store (unique per process by default). `rules`: a policy's
+    deadlines, default answers, escalations and audiences (none by default)."""
 
     def __init__(
         self,
@@ -73,12 +73,13 @@ class HumanInputHandler:
         default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
         notifier_budget: float = NOTIFIER_BUDGET_SECONDS,
         hold_seconds: float = HOLD_SECONDS,
+        recheck_seconds: float = RECHECK_SECONDS,
         worker_id: str | None = None,
         rules: RequestRules = NO_RULES,
     ) -> None:
         self._tasks = tasks = Tasks()
         self._ledger = ledger = Ledger(retention)
-        self._worker = worker = Worker(worker_id, hold_seconds, store)
+        self._worker = worker = Worker(worker_id, hold_seconds, store, recheck_seconds)
         self._observers = observers = Observers(tasks, rules.audience)
         self._checks = checks = AnswerChecks(rules.expiry_answer)
         outcomes = Outcomes(worker, ledger, observers)
@@ -301,16 +302,13 @@ class HumanInputHandler:
         if request is not None:
             return request.id
         store = self._worker.store
-        if store is None:
-            return None
-        record = await store.request_for_tool_call(tool_call_id)
+        record = await store.request_for_tool_call(tool_call_id) if store is not None else None
         return record.id if record is not None else None
 
     async def request(self, pending_id: str) -> PendingInput | None:
         """The request as this worker knows it: in memory (open, or settled and retained),
         else its row in the store; None if neither has it."""
-        request = self._ledger.find(pending_id)
-        store = self._worker.store
+        request, store = self._ledger.find(pending_id), self._worker.store
         if request is None and store is not None:
             request = await store.get_request(pending_id)
         return request
@@ -355,10 +353,9 @@ class HumanInputHandler:
     ) -> None:
         """Tell observers an announced call never became a request (refused, or cut short),
         so a "Preparing…" message can be closed."""
-        call = PendingInput(
-            "", tool_name, arguments, room_id, tool_call_id, channel_id,
-            channel_type=channel_type, actor_id=actor_id, reason=reason,
-        )  # fmt: skip
+        call = PendingInput("", tool_name, arguments, room_id, tool_call_id, channel_id,
+                            channel_type=channel_type, actor_id=actor_id,
+                            reason=reason)  # fmt: skip
         self._observers.tell(RequestUpdate.of(call, RenderState.CANCELLED))
 
     async def show_run_outcome(self, pending_id: str, run_outcome: str) -> None:

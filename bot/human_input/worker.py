@@ -24,16 +24,24 @@ def worker_name() -> str:
 
 # How long other workers wait for a silent holder before settling its requests themselves.
 HOLD_SECONDS = 4.0
+# How often a wait on a request another worker holds re-reads its row: the settle's NOTIFY
+# wakes it at once, and this bounds what a lost one (a dropped listener; SQLite has none) costs.
+RECHECK_SECONDS = 5.0
 
 
 class Worker:
     """One worker's identity and hold: what every part settling or holding requests reads."""
 
     def __init__(
-        self, worker_id: str | None, hold_seconds: float, store: HandlerStore | None
+        self,
+        worker_id: str | None,
+        hold_seconds: float,
+        store: HandlerStore | None,
+        recheck_seconds: float = RECHECK_SECONDS,
     ) -> None:
         self.id = worker_id or worker_name()
         self.hold_seconds = hold_seconds
+        self.recheck_seconds = recheck_seconds
         self.store = store
         self.holding = 0  # pending requests held here: the heartbeat runs while there are any
         self.alive_until = 0.0
