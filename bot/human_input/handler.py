@@ -11,7 +11,8 @@ before it):
 - `Outcomes`, `Proposals`, `Settler` (outcomes.py, proposals.py, settler.py): the one
   transition out of pending, in at most four steps (claim, record, apply, tell: settler.py);
   `AwaitedSettles` (awaited.py): the settles that return once recorded;
-- `Holding` (holding.py): several workers on one database, the holder deciding;
+- `Holding` (holding.py): several workers on one database, the holder deciding (a settle
+  handed to it carries its trace: carried.py);
 - `Deadlines` (deadlines.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
 - `Scopes` (scopes.py): channels, notifiers, close; `Creator` (creator.py): create().
 
@@ -25,6 +26,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from bot.human_input.awaited import AwaitedSettles
+from bot.human_input.carried import TraceCarrier
 from bot.human_input.checks import AnswerChecks
 from bot.human_input.creator import Creator, Poke
 from bot.human_input.deadlines import Deadlines
@@ -124,6 +126,10 @@ class HumanInputHandler:
         """The worker shuts down: a wait cut from now on leaves its request pending (and
         unheld), for the worker that resumes the run, instead of withdrawing it."""
         self._waiters.suspend()
+
+    def carry_traces(self, carrier: TraceCarrier) -> None:
+        """Settles handed to the holder on another worker carry their trace (carried.py)."""
+        self._worker.carrier = carrier
 
     # -- RoomKit's API ----------------------------------------------------------------------------
 
@@ -268,22 +274,18 @@ class HumanInputHandler:
         )
 
     async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
-        """Withdraw and return once recorded (its requester gave up on it); works for
-        requests not in memory. Its message says it was cancelled."""
+        """Withdraw, once recorded (its requester gave up); works for any request."""
         return await self._awaited.settle(pending_id, RequestStatus.CANCELLED, None, reason, by)
 
     async def undeliverable(self, pending_id: str, reason: str) -> bool:
         """The request could not be shown to anyone (a surface's post failed for good): settle
-        it as undeliverable at once, rather than at its deadline; its waiter raises
-        UndeliverableError(reason) and the audit log keeps the reason. Returns once recorded,
-        True if this settled it (the same compare-and-set as every settle)."""
-        return await self._awaited.settle(
-            pending_id, RequestStatus.UNDELIVERABLE, None, reason, None
-        )
+        it as undeliverable now, not at its deadline; its waiter raises UndeliverableError(
+        reason), the audit log keeps it. True once recorded, if this settled it."""
+        return await self._awaited.settle(pending_id, RequestStatus.UNDELIVERABLE, None, reason)
 
     async def expire_record(self, record: PendingInput) -> None:
-        """Time out a request whose durable deadline passed (the deadline scheduler calls it).
-        One held by a live worker is left to that worker's own timer."""
+        """Time out a request whose durable deadline passed (the deadline scheduler calls it);
+        one held by a live worker is left to that worker's own timer."""
         await self._awaited.expire_record(record)
 
     async def follow(self, request_id: str) -> None:
@@ -370,19 +372,16 @@ class HumanInputHandler:
 
     async def show_tally(self, pending_id: str, tally: TallyView) -> None:
         """Show the votes so far on a request still open (a rule needing several people,
-        bot/policies/tally.py): observers are told the request again, after its earlier
-        updates, with `tally`, so every copy of its message shows it. The votes are rows the
-        caller wrote first; any worker may tell it (its surfaces edit the stored message)."""
+        bot/policies/tally.py): observers are told it again, after its earlier updates, with
+        `tally`. The votes are rows the caller wrote first; any worker may tell it."""
         request = await self.request(pending_id)
         if request is not None and request.status is RequestStatus.PENDING:
             self._observers.notify(request, tally)
 
     def show_again(
-        self,
-        record: PendingInput,
-        tally: TallyView | None = None,
+        self, record: PendingInput, tally: TallyView | None = None,
         audience: AudienceView | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         """Show an open request again as `record` (just read from the store) has it: its
         votes so far (`tally`), a step of its escalation (`audience.fired`). Observers are
         told after its earlier updates; any worker may tell it (its surfaces edit the stored
