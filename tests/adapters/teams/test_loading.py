@@ -84,6 +84,8 @@ async def test_ready_only_once_the_teams_sdk_is_in(start_env: StartEnv, tmp_path
         status, body = await first_answer(http, f"{base}/readyz")
         assert status == 503 and body["checks"]["service"] == "starting or stopping"
         assert not starting.done()
+        async with http.get(f"{base}/healthz") as response:
+            assert response.status == 503
         activity = message_activity(connector.service_url, "hitl pending", user=ADMIN)
         async with http.post(f"{base}/api/messages", json=activity) as response:
             assert response.status == 503
