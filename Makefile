@@ -25,7 +25,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev $(NODE_INSTALLED)
 
 $(VENV)/.installed: pyproject.toml deploy/install.sh
-	PYTHON=$(PYTHON) sh deploy/install.sh $(VENV)  # the container image's install step too
+	PYTHON=$(PYTHON) sh deploy/install.sh --editable $(VENV)  # the image's install step too
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed clients/python/pyproject.toml

@@ -94,7 +94,7 @@ async def open_agent(
     cannot start is a StartupError naming it; an unknown name in `approval` is a
     ConfigurationError at its line. `rules`: the policy's for its requests."""
     timeout = settings.timeout_seconds
-    handler = HumanInputHandler(rules=rules)
+    handler = HumanInputHandler(rules=rules, recheck_seconds=settings.recheck_seconds)
     if config is None:
         return Agent(SYSTEM_PROMPT, HumanInputToolHandler.builtin(timeout=timeout, handler=handler))
     human = HumanInputToolHandler(

@@ -64,6 +64,7 @@ def watched(
     if tracing is None:
         return Watched(provider, gate, metrics)
     handler.add_observer(tracing.observe)
+    handler.carry_traces(tracing.carrier)  # a settle handed to the holder keeps its trace
     return Watched(tracing.model(provider), tracing.gate(gate), metrics, tracing,
                    [tracing.client_trace()])  # fmt: skip
 

@@ -30,6 +30,7 @@ from adapters.server import SLACK_PATH, TEAMS_PATH, Handler, build_web_app
 from adapters.settings import Settings, shown_url
 from adapters.startup import StartupError, database_step, listening_step, slack_step
 from adapters.teams.config import TeamsConfig, teams_config
+from adapters.teams.loading import ImportTeams, LoadingTeams, import_teams_app
 from adapters.tracing import TracedProvider, Tracing, tracing_from_environment
 from bot import AIChannel, AnthropicAIProvider, Bridge, ConfigurationError
 from bot.audit.chain import AuditSealer, ChainCheck
@@ -79,15 +80,11 @@ def check_slack_settings(settings: Settings) -> tuple[str, str]:
     )
 
 
-def people_names(slack: SlackAdapter | None, teams: TeamsAdapter | None) -> PeopleNames:
+def people_names(slack: SlackAdapter | None) -> PeopleNames:
     """People's names from the surfaces served (the admin console shows people by them): the
-    Slack adapter's cache (its status lines' names) when Slack is served, one cache for all."""
-    names = slack.status_lines.names if slack is not None else PeopleNames([])
-    if teams is not None:
-        from adapters.teams.people import TeamsPeople
-
-        names.add(TeamsPeople(teams.people))
-    return names
+    Slack adapter's cache (its status lines' names) when Slack is served, one cache for all
+    (Teams adds its people once its SDK is in: adapters/teams/loading.py)."""
+    return slack.status_lines.names if slack is not None else PeopleNames([])
 
 
 def check_model_settings(settings: Settings) -> None:
@@ -139,7 +136,8 @@ class Service:
     slack: SlackAdapter | None
     channel: AIChannel
     ready: bool = False
-    teams: TeamsAdapter | None = None
+    teams: TeamsAdapter | None = None  # once `loading_teams` has it (its SDK is in)
+    loading_teams: LoadingTeams | None = None
     agent: Agent | None = None  # its tools (MCP servers) stop with the service
     doors: DoorService | None = None  # the HTTP API (adapters/doors.py)
     admin: AdminConsole | None = None  # the admin console under /admin (adapters/admin)
@@ -163,12 +161,16 @@ def request_rules(deciders: Deciders) -> RequestRules:
 
 
 async def build_service(
-    settings: Settings, tracing_for: TracingFor = tracing_from_environment
+    settings: Settings,
+    tracing_for: TracingFor = tracing_from_environment,
+    import_teams: ImportTeams = import_teams_app,
 ) -> Service:
     slack_secrets, teams = _surfaces(settings)
     settings, config = read_agent_file(settings)
     check_model_settings(settings)
     deciders = open_deciders(settings)  # the policy file read before anything is opened
+    # The Teams SDK (a second) imported in a thread while the rest is built and started.
+    loading = LoadingTeams(import_teams) if teams is not None else None
     store = await open_store(settings.database_url, migrate=False)
     store.audit_redact = audit_redaction(settings, config)
     try:
@@ -182,6 +184,8 @@ async def build_service(
         agent = await open_agent(settings, config, rules=request_rules(deciders))
     except BaseException:
         await store.close()
+        if loading is not None:
+            await loading.cancel()
         raise
     bridge = Bridge(store=store, lease_seconds=settings.lease_seconds)
     human = agent.human
@@ -235,18 +239,16 @@ async def build_service(
     parts = AgUiParts(bridge, channel, router, store, d.tokens, d.doors.polls, tools,
                       settings.ag_ui_turns_per_token)  # fmt: skip
     service.ag_ui = LoadingAgUiDoor(parts)
-    if teams is not None:
-        from adapters.teams.app import TeamsAdapter
-
-        service.teams = TeamsAdapter(
-            bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
-            config=teams, router=router, grants=grants, copies=copies,
-            counted=metrics.teams_call if metrics else None,
+    read_groups(deciders, slack.client if slack is not None else None, None)
+    names = people_names(slack)
+    service.admin = open_console(settings, store, chain=ChainCheck(store), people=names)
+    if loading is not None:  # the adapter is made once the SDK is in (Server.start)
+        service.loading_teams = loading.build_with(
+            dict(bridge=bridge, channel=channel, store=store, policy=policy, tools=tools,
+                 config=teams, router=router, grants=grants, copies=copies,
+                 counted=metrics.teams_call if metrics else None),
+            deciders, names,
         )  # fmt: skip
-    read_groups(deciders, slack.client if slack is not None else None, service.teams)
-    service.admin = open_console(
-        settings, store, chain=ChainCheck(store), people=people_names(slack, service.teams)
-    )
     # Copies of requests where their rule's `deliver` says (approvals channel, DMs, Teams).
     bridge.mirror(Delivery(deciders, bridge.find, bridge.undeliverable_copy).rooms)
     return service
@@ -273,14 +275,15 @@ class Server:
 
     @classmethod
     async def start(
-        cls, settings: Settings, *, tracing_for: TracingFor = tracing_from_environment
-    ) -> Server:
-        service = await build_service(settings, tracing_for)
+        cls, settings: Settings, *, tracing_for: TracingFor = tracing_from_environment,
+        import_teams: ImportTeams = import_teams_app,
+    ) -> Server:  # fmt: skip
+        service = await build_service(settings, tracing_for, import_teams)
 
         async def health() -> bool:
             return service.ready
 
-        slack, teams = service.slack, service.teams
+        slack, teams = service.slack, service.loading_teams
         runs = service.bridge.runs
         readiness = Readiness(
             service.store,
@@ -314,8 +317,8 @@ class Server:
             if slack is not None:
                 with slack_step(settings.slack_api_url):
                     await slack.start()
-            if teams is not None:
-                await teams.start()
+            if teams is not None:  # ready once it is in: its import began in build_service
+                service.teams = await teams.load()
             await service.bridge.start()  # first: what expired while down is not escalated
             if service.escalations is not None:
                 await service.escalations.start()
@@ -478,6 +481,8 @@ async def _start_socket_mode(
 
 
 async def _close(service: Service) -> None:
+    if service.loading_teams is not None:
+        await service.loading_teams.cancel()
     if service.doors is not None:
         with contextlib.suppress(Exception):
             await service.doors.close()

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     # How long a worker's hold on a room's run lasts unrenewed: a dead worker's runs are
     # resumed elsewhere within 1.5 leases.
     lease_seconds: float = Field(10.0, alias="HITL_LEASE_SECONDS", gt=0)
+    # How often a wait on a request another worker holds re-reads its row (PostgreSQL's NOTIFY
+    # tells at once; this bounds what a lost one costs).
+    recheck_seconds: float = Field(5.0, alias="HITL_RECHECK_SECONDS", gt=0)
     # The Anthropic model, or "scripted": the scripted demo model, which `serve` runs only
     # when asked for it so (`demo` also falls back to it without ANTHROPIC_API_KEY).
     model: str = Field("claude-sonnet-5-5", alias="HITL_MODEL")

@@ -9,7 +9,8 @@ What gets a span, each with the request's id as `hitl.request_id` where there is
   `traceparent` is sent along (a webhook's receiver continues the trace);
 - every model call and every call of the agent file's tools;
 - every settle of a request (its tool, outcome and who decided), in the trace of what settled
-  it (the click, the reply, the API call).
+  it (the click, the reply, the API call), also when the worker holding the request applies
+  it for another (the trace travels in the proposal: bot/human_input/carried.py).
 
 The configuration is OpenTelemetry's own (`OTEL_SERVICE_NAME`, `OTEL_EXPORTER_OTLP_HEADERS`,
 `OTEL_RESOURCE_ATTRIBUTES`...). Spans leave in batches from the SDK's own thread, so the event
@@ -20,8 +21,9 @@ The tracer provider is this server's, not the process's global one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +72,7 @@ class Tracing:
         processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
         self.provider.add_span_processor(processor)
         self.tracer: Tracer = self.provider.get_tracer("hitl-bridge")
+        self.carrier = TraceContextCarrier()  # for the handler: HumanInputHandler.carry_traces
 
     async def close(self) -> None:
         """Send what is left (in a thread: the exporter blocks), then stop."""
@@ -187,6 +190,32 @@ class Tracing:
             "hitl.settled_by": update.settled_by or "",
         }
         self.tracer.start_span("request settled", attributes=attributes).end()
+
+
+class TraceContextCarrier:
+    """The current OpenTelemetry context as a W3C `traceparent`, and back: what a settle handed
+    to another worker carries (bot/human_input/carried.py)."""
+
+    def __init__(self) -> None:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        # W3C's own, whatever OTEL_PROPAGATORS says: the proposal's id holds a traceparent.
+        self._propagator = TraceContextTextMapPropagator()
+
+    def current(self) -> str | None:
+        headers: dict[str, str] = {}
+        self._propagator.inject(headers)
+        return headers.get("traceparent")
+
+    @contextlib.contextmanager
+    def entered(self, traceparent: str) -> Iterator[None]:
+        from opentelemetry import context
+
+        token = context.attach(self._propagator.extract({"traceparent": traceparent}))
+        try:
+            yield
+        finally:
+            context.detach(token)
 
 
 class TracedProvider:

@@ -3,13 +3,19 @@
 # The one install step: `make install` and the container image (deploy/Dockerfile) both run
 # this, so what CI tests and what an image ships cannot drift apart.
 #
-#   deploy/install.sh VENV     # .venv for `make install`, /opt/hitl-bridge/venv in the image
+#   deploy/install.sh VENV              # the image, a service: a plain install (the wheel)
+#   deploy/install.sh --editable VENV   # `make install`: the checkout's code, live as edited
 #
-# The install is editable (`pip install -e .`): the migrations (alembic/) are found beside the
-# source tree, not inside the wheel, so the tree stays where it was installed from.
+# A plain install carries everything it runs, the migrations too (bot/store/migrations), so
+# the source tree can go once it is done.
 set -eu
+editable=
+if [ "${1-}" = "--editable" ]; then
+    editable=-e
+    shift
+fi
 if [ "$#" -ne 1 ]; then
-    echo "usage: deploy/install.sh VENV" >&2
+    echo "usage: deploy/install.sh [--editable] VENV" >&2
     exit 2
 fi
 venv=$1
@@ -17,6 +23,11 @@ case $venv in /*) ;; *) venv=$(pwd)/$venv ;; esac
 cd "$(dirname "$0")/.."
 test -x "$venv/bin/python" || "${PYTHON:-python3}" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e .
+# Unquoted on purpose: empty for a plain install, `-e` for an editable one.
+# shellcheck disable=SC2086
+"$venv/bin/python" -m pip install --quiet $editable .
 # Bytecode now: a service may not write it where it runs (a read-only root, ProtectSystem).
-"$venv/bin/python" -m compileall -q bot adapters alembic
+# pip compiled a plain install's own; an editable one runs from the tree.
+if [ -n "$editable" ]; then
+    "$venv/bin/python" -m compileall -q bot adapters
+fi

@@ -9,7 +9,6 @@ observers from its row.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 
 from bot.human_input.checks import AnswerChecks
@@ -53,7 +52,7 @@ class AwaitedSettles:
         status: RequestStatus,
         result: str | None,
         reason: str | None,
-        by: str | None,
+        by: str | None = None,
         by_detail: Mapping[str, str] | None = None,
         known: PendingInput | None = None,
     ) -> bool:
@@ -95,7 +94,7 @@ class AwaitedSettles:
     ) -> bool:
         """Settle a request this worker does not have in memory: the row (or its holder) decides."""
         proposal = self._worker.settlement(
-            record.id, status, result, reason, by, proposal=secrets.token_hex(8),
+            record.id, status, result, reason, by, proposal=self._worker.proposal_id(),
             by_detail=by_detail,
         )  # fmt: skip
         won, here = await self._proposals.offer(proposal)

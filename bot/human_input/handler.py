@@ -11,7 +11,8 @@ before it):
 - `Outcomes`, `Proposals`, `Settler` (outcomes.py, proposals.py, settler.py): the one
   transition out of pending, in at most four steps (claim, record, apply, tell: settler.py);
   `AwaitedSettles` (awaited.py): the settles that return once recorded;
-- `Holding` (holding.py): several workers on one database, the holder deciding;
+- `Holding` (holding.py): several workers on one database, the holder deciding (a settle
+  handed to it carries its trace: carried.py);
 - `Deadlines` (deadlines.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
 - `Scopes` (scopes.py): channels, notifiers, close; `Creator` (creator.py): create().
 
@@ -25,6 +26,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from bot.human_input.awaited import AwaitedSettles
+from bot.human_input.carried import TraceCarrier
 from bot.human_input.checks import AnswerChecks
 from bot.human_input.creator import Creator, Poke
 from bot.human_input.deadlines import Deadlines
@@ -49,7 +51,7 @@ from bot.human_input.snapshots import (
 from bot.human_input.tasks import Tasks
 from bot.human_input.waiter import Wait
 from bot.human_input.waiters import Waiters
-from bot.human_input.worker import HOLD_SECONDS, Worker
+from bot.human_input.worker import HOLD_SECONDS, RECHECK_SECONDS, Worker
 from bot.records import Origin, PendingInput, RequestStatus
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -60,10 +62,10 @@ class HumanInputHandler:
 
     `retention` is how many outcomes stay replayable once wait() has retired their request
     (0: none). With a `store`, `hold_seconds` bounds how long a dead worker's requests wait
-    before the other workers settle them (bot/human_input/holding.py); `worker_id` names this
-    worker in the store (unique per process by default). `rules`: a policy's deadlines,
-    default answers, escalations and audiences (none by default).
-    """
+    before the other workers settle them, `recheck_seconds` how long a wait here on another
+    worker's request misses its settle's lost NOTIFY (bot/human_input/holding.py); `worker_id`
+    names this worker in the store (unique per process by default). `rules`: a policy's
+    deadlines, default answers, escalations and audiences (none by default)."""
 
     def __init__(
         self,
@@ -73,12 +75,13 @@ class HumanInputHandler:
         default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
         notifier_budget: float = NOTIFIER_BUDGET_SECONDS,
         hold_seconds: float = HOLD_SECONDS,
+        recheck_seconds: float = RECHECK_SECONDS,
         worker_id: str | None = None,
         rules: RequestRules = NO_RULES,
     ) -> None:
         self._tasks = tasks = Tasks()
         self._ledger = ledger = Ledger(retention)
-        self._worker = worker = Worker(worker_id, hold_seconds, store)
+        self._worker = worker = Worker(worker_id, hold_seconds, store, recheck_seconds)
         self._observers = observers = Observers(tasks, rules.audience)
         self._checks = checks = AnswerChecks(rules.expiry_answer)
         outcomes = Outcomes(worker, ledger, observers)
@@ -123,6 +126,10 @@ class HumanInputHandler:
         """The worker shuts down: a wait cut from now on leaves its request pending (and
         unheld), for the worker that resumes the run, instead of withdrawing it."""
         self._waiters.suspend()
+
+    def carry_traces(self, carrier: TraceCarrier) -> None:
+        """Settles handed to the holder on another worker carry their trace (carried.py)."""
+        self._worker.carrier = carrier
 
     # -- RoomKit's API ----------------------------------------------------------------------------
 
@@ -267,22 +274,18 @@ class HumanInputHandler:
         )
 
     async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
-        """Withdraw and return once recorded (its requester gave up on it); works for
-        requests not in memory. Its message says it was cancelled."""
+        """Withdraw, once recorded (its requester gave up); works for any request."""
         return await self._awaited.settle(pending_id, RequestStatus.CANCELLED, None, reason, by)
 
     async def undeliverable(self, pending_id: str, reason: str) -> bool:
         """The request could not be shown to anyone (a surface's post failed for good): settle
-        it as undeliverable at once, rather than at its deadline; its waiter raises
-        UndeliverableError(reason) and the audit log keeps the reason. Returns once recorded,
-        True if this settled it (the same compare-and-set as every settle)."""
-        return await self._awaited.settle(
-            pending_id, RequestStatus.UNDELIVERABLE, None, reason, None
-        )
+        it as undeliverable now, not at its deadline; its waiter raises UndeliverableError(
+        reason), the audit log keeps it. True once recorded, if this settled it."""
+        return await self._awaited.settle(pending_id, RequestStatus.UNDELIVERABLE, None, reason)
 
     async def expire_record(self, record: PendingInput) -> None:
-        """Time out a request whose durable deadline passed (the deadline scheduler calls it).
-        One held by a live worker is left to that worker's own timer."""
+        """Time out a request whose durable deadline passed (the deadline scheduler calls it);
+        one held by a live worker is left to that worker's own timer."""
         await self._awaited.expire_record(record)
 
     async def follow(self, request_id: str) -> None:
@@ -301,16 +304,13 @@ class HumanInputHandler:
         if request is not None:
             return request.id
         store = self._worker.store
-        if store is None:
-            return None
-        record = await store.request_for_tool_call(tool_call_id)
+        record = await store.request_for_tool_call(tool_call_id) if store is not None else None
         return record.id if record is not None else None
 
     async def request(self, pending_id: str) -> PendingInput | None:
         """The request as this worker knows it: in memory (open, or settled and retained),
         else its row in the store; None if neither has it."""
-        request = self._ledger.find(pending_id)
-        store = self._worker.store
+        request, store = self._ledger.find(pending_id), self._worker.store
         if request is None and store is not None:
             request = await store.get_request(pending_id)
         return request
@@ -355,10 +355,9 @@ class HumanInputHandler:
     ) -> None:
         """Tell observers an announced call never became a request (refused, or cut short),
         so a "Preparing…" message can be closed."""
-        call = PendingInput(
-            "", tool_name, arguments, room_id, tool_call_id, channel_id,
-            channel_type=channel_type, actor_id=actor_id, reason=reason,
-        )  # fmt: skip
+        call = PendingInput("", tool_name, arguments, room_id, tool_call_id, channel_id,
+                            channel_type=channel_type, actor_id=actor_id,
+                            reason=reason)  # fmt: skip
         self._observers.tell(RequestUpdate.of(call, RenderState.CANCELLED))
 
     async def show_run_outcome(self, pending_id: str, run_outcome: str) -> None:
@@ -373,19 +372,16 @@ class HumanInputHandler:
 
     async def show_tally(self, pending_id: str, tally: TallyView) -> None:
         """Show the votes so far on a request still open (a rule needing several people,
-        bot/policies/tally.py): observers are told the request again, after its earlier
-        updates, with `tally`, so every copy of its message shows it. The votes are rows the
-        caller wrote first; any worker may tell it (its surfaces edit the stored message)."""
+        bot/policies/tally.py): observers are told it again, after its earlier updates, with
+        `tally`. The votes are rows the caller wrote first; any worker may tell it."""
         request = await self.request(pending_id)
         if request is not None and request.status is RequestStatus.PENDING:
             self._observers.notify(request, tally)
 
     def show_again(
-        self,
-        record: PendingInput,
-        tally: TallyView | None = None,
+        self, record: PendingInput, tally: TallyView | None = None,
         audience: AudienceView | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         """Show an open request again as `record` (just read from the store) has it: its
         votes so far (`tally`), a step of its escalation (`audience.fired`). Observers are
         told after its earlier updates; any worker may tell it (its surfaces edit the stored

@@ -25,7 +25,9 @@ arbiter per request, and that arbiter is the worker holding it in memory:
 
 Proposals reach the holder through PostgreSQL NOTIFY (the bridge calls `follow()`) and, where
 there is no NOTIFY (SQLite), through the heartbeat, which returns the held requests that have
-proposals waiting.
+proposals waiting. The other way round, a wait here on a request another worker holds hears
+its settle through NOTIFY too, and re-reads its row every `recheck_seconds` besides: a lost
+NOTIFY (a dropped listener; SQLite has none) costs that long, not the rest of the deadline.
 
 This module holds requests and beats (`Holding`); worker.py is the worker's hold as the other
 parts read it, proposals.py the settles handed over, settler.py the holder applying them.
@@ -55,6 +57,8 @@ from bot.records import (
 
 log = logging.getLogger("bot.human_input")
 
+RECHECKING = "re-reading the requests other workers hold"
+
 
 class Holding:
     """Takes and lets go of requests' holds, and beats while this worker holds any."""
@@ -65,6 +69,7 @@ class Holding:
         self._settler = settler
         self._tasks = tasks
         self._beater: asyncio.Task[None] | None = None
+        self._rechecker: asyncio.Task[None] | None = None
         # The heartbeat fails every beat while the database cannot be written: one line.
         self._failures = RepeatedFailures(log)
 
@@ -77,11 +82,12 @@ class Holding:
     async def take(self, request: PendingInput) -> None:
         """Hold a request loaded from the store, unless a live worker holds it."""
         store = self._store()
-        if not await self.ensure_alive():
-            return
-        taken = await store.hold(request.id, self._worker.id)
-        if taken and request.status is RequestStatus.PENDING and request._flags & FOREIGN:
-            self.hold(request)
+        if await self.ensure_alive():
+            taken = await store.hold(request.id, self._worker.id)
+            if taken and request.status is RequestStatus.PENDING and request._flags & FOREIGN:
+                self.hold(request)
+        if request._flags & FOREIGN and self._rechecker is None:  # held elsewhere: re-read
+            self._rechecker = asyncio.ensure_future(self._recheck_forever())
 
     def release(self, request: PendingInput) -> None:
         """Forget a request without settling it (a shutdown): its row stays pending, and unheld,
@@ -94,8 +100,9 @@ class Holding:
             self._tasks.spawn(store.unhold(request.id, self._worker.id))
 
     def stop(self) -> None:
-        if self._beater is not None:
-            self._beater.cancel()
+        for task in (self._beater, self._rechecker):
+            if task is not None:
+                task.cancel()
 
     async def ensure_alive(self) -> bool:
         """Make sure the other workers see this worker alive before it holds a request (beat
@@ -145,6 +152,33 @@ class Holding:
                     log.warning("heartbeat of %s failed", self._worker.id, exc_info=True)
         finally:
             self._beater = None
+
+    async def _recheck_forever(self) -> None:
+        """Every `recheck_seconds`, while requests held elsewhere are open here, take up the
+        outcome of those settled meanwhile (what their NOTIFY would have done)."""
+        try:
+            while True:
+                await asyncio.sleep(self._worker.recheck_seconds)
+                foreign = [
+                    request.id
+                    for request in self._ledger.active.values()
+                    if request._flags & FOREIGN and request.status is RequestStatus.PENDING
+                ]
+                if not foreign or self._worker.store is None:
+                    return
+                try:
+                    for request_id in foreign:
+                        await self._settler.follow(request_id)
+                    self._failures.recovered(RECHECKING)
+                except StoreClosedError:
+                    return
+                except StoreUnavailableError as err:  # the next round tries again
+                    self._failures.failed(RECHECKING, err)
+                except Exception:
+                    log.warning("%s failed", RECHECKING, exc_info=True)
+        finally:
+            if self._rechecker is asyncio.current_task():
+                self._rechecker = None
 
     def _store(self) -> HandlerStore:
         store = self._worker.store

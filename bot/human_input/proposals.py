@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 
 from bot.human_input.outcomes import Outcomes
 from bot.human_input.ports import HandlerStore
@@ -37,7 +36,7 @@ class Proposals:
         store = self._store()
         proposal = self._worker.settlement(
             request.id, settlement.status, settlement.result, settlement.reason,
-            settlement.by, settlement.at, proposal=secrets.token_hex(8),
+            settlement.by, settlement.at, proposal=self._worker.proposal_id(),
         )  # fmt: skip
         try:
             won, here = await self.offer(proposal)

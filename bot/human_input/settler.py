@@ -26,6 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+from bot.human_input.carried import within
 from bot.human_input.checks import AnswerChecks
 from bot.human_input.ledger import Ledger
 from bot.human_input.outcomes import Outcomes
@@ -213,10 +214,11 @@ class Settler:
             if request._flags & CLAIMED:
                 return  # being settled here: its write refuses every proposal
             proposals = await store.proposals(request_id)
-            if proposals:
+            if proposals:  # applied in the trace it was made in (its record task's too)
                 first = proposals[0]
-                self.settle(request, first.status, result=first.result, reason=first.reason,
-                            by=first.by, proposal=first.proposal)  # fmt: skip
+                with within(self._worker.carrier, first.proposal):
+                    self.settle(request, first.status, result=first.result, reason=first.reason,
+                                by=first.by, proposal=first.proposal)  # fmt: skip
             if proposals is not None:
                 return
         record = await store.get_request(request_id)

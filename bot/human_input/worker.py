@@ -13,6 +13,7 @@ import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from bot.human_input.carried import TraceCarrier, proposal_id
 from bot.human_input.ports import HandlerStore
 from bot.records import FOREIGN, HELD, PendingInput, RequestStatus, Settlement
 
@@ -24,16 +25,25 @@ def worker_name() -> str:
 
 # How long other workers wait for a silent holder before settling its requests themselves.
 HOLD_SECONDS = 4.0
+# How often a wait on a request another worker holds re-reads its row: the settle's NOTIFY
+# wakes it at once, and this bounds what a lost one (a dropped listener; SQLite has none) costs.
+RECHECK_SECONDS = 5.0
 
 
 class Worker:
     """One worker's identity and hold: what every part settling or holding requests reads."""
 
     def __init__(
-        self, worker_id: str | None, hold_seconds: float, store: HandlerStore | None
+        self,
+        worker_id: str | None,
+        hold_seconds: float,
+        store: HandlerStore | None,
+        recheck_seconds: float = RECHECK_SECONDS,
     ) -> None:
         self.id = worker_id or worker_name()
         self.hold_seconds = hold_seconds
+        self.recheck_seconds = recheck_seconds
+        self.carrier: TraceCarrier | None = None  # the tracing's, where it is on (carried.py)
         self.store = store
         self.holding = 0  # pending requests held here: the heartbeat runs while there are any
         self.alive_until = 0.0
@@ -55,6 +65,10 @@ class Worker:
     def vouches(self) -> bool:
         """Whether the other workers surely see this one alive now (a recent heartbeat)."""
         return asyncio.get_running_loop().time() < self.alive_until
+
+    def proposal_id(self) -> str:
+        """A new proposal's id, carrying the current trace where tracing is on."""
+        return proposal_id(self.carrier)
 
     def settlement(
         self,

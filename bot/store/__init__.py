@@ -1,7 +1,7 @@
 """The store: SQLAlchemy 2.0 schema, the `RequestStore` implementation and its migrations.
 
-Only this package and `alembic/` import SQLAlchemy; the rest of the core sees the store's ports
-(`RequestStore`, the union, and the narrow ones each part declares).
+Only this package (its migrations too) imports SQLAlchemy; the rest of the core sees the
+store's ports (`RequestStore`, the union, and the narrow ones each part declares).
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from alembic.config import Config
 
-# alembic/ sits at the repository root, beside the `bot` package.
-ALEMBIC_DIR = Path(__file__).resolve().parents[2] / "alembic"
+# The migrations ship inside the package (package data), so a plain, non-editable install
+# finds them; the top-level alembic.ini points developers' `alembic` at the same folder.
+ALEMBIC_DIR = Path(__file__).resolve().parent / "migrations"
 
 _COMMAND_LOCK = threading.Lock()
 
@@ -81,14 +82,14 @@ async def downgrade(
 
 @functools.cache
 def head_revision() -> str | None:
-    """The newest revision in alembic/versions: the one no other revises (read from each
+    """The newest revision in migrations/versions: the one no other revises (read from each
     file's `revision` and `down_revision` assignments; tests/bot/store/test_migrate.py holds
     it equal to Alembic's own `get_current_head`)."""
     revisions = dict(_revisions(ALEMBIC_DIR / "versions"))
     revised = {down for downs in revisions.values() for down in downs}
     heads = sorted(set(revisions) - revised)
     if len(heads) > 1:
-        raise RuntimeError(f"alembic/versions has several heads: {', '.join(heads)}")
+        raise RuntimeError(f"migrations/versions has several heads: {', '.join(heads)}")
     return heads[0] if heads else None
 
 

@@ -1,4 +1,4 @@
-"""The tables of the store. Alembic owns the live schema; `alembic/versions` must match this."""
+"""The tables of the store. Alembic owns the live schema; `migrations/versions` must match this."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ How it runs (bench/store_throughput.py has the figures): bot/store/executor.py. 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
@@ -47,6 +46,7 @@ from bot.store.engine import create_engine
 from bot.store.executor import Executor
 from bot.store.migrate import head_revision
 from bot.store.pg_groups import Group
+from bot.store.pg_listener import Listener
 from bot.store.prepared import fetch
 from bot.store.request_rows import SETTLED_CHANNEL, record_of
 from bot.store.tables import count, every, execute, first
@@ -454,24 +454,11 @@ class SqlStore:
     async def listen_settled(
         self, callback: Callable[[str], None]
     ) -> Callable[[], Awaitable[None]]:
-        """PostgreSQL: LISTEN on a connection of its own. SQLite: one process, nothing to hear."""
+        """PostgreSQL: LISTEN on a connection of its own, made again if lost (pg_listener.py).
+        SQLite: one process, nothing to hear."""
         if not self._pg:
             return _nothing_to_stop
-        conn = await self._engine.connect()
-        raw = await conn.get_raw_connection()
-        driver: Any = raw.driver_connection
-
-        def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-            callback(payload)
-
-        await driver.add_listener(SETTLED_CHANNEL, heard)
-
-        async def stop() -> None:
-            with contextlib.suppress(Exception):
-                await driver.remove_listener(SETTLED_CHANNEL, heard)
-            await conn.close()
-
-        return stop
+        return await Listener(self._engine, SETTLED_CHANNEL, callback).start()
 
     async def current_revision(self) -> str | None:
         """The Alembic revision the database is at (None before the first migration)."""

@@ -36,16 +36,25 @@ def test_make_install_runs_the_same_script() -> None:
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^\$\(VENV\)/\.installed:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
     assert recipe is not None
-    assert f"sh {INSTALL} $(VENV)" in recipe.group(1)
+    assert f"sh {INSTALL} --editable $(VENV)" in recipe.group(1)
     assert "pip install" not in recipe.group(1)
     script = (ROOT / INSTALL).read_text()
-    assert "pip install --quiet -e .\n" in script and "[dev]" not in script
+    assert "pip install --quiet $editable .\n" in script and "[dev]" not in script
+
+
+def test_the_image_installs_plain_and_keeps_only_the_venv() -> None:
+    """Not editable: the wheel carries the migrations (tests/deploy/test_installed_package.py
+    runs `db upgrade` from such an install), so the second stage takes the venv alone."""
+    runs = [run for run in instructions("RUN") if INSTALL in run]
+    assert runs == [f"sh {INSTALL} /opt/hitl-bridge/venv"]
+    copied = [value for value in instructions("COPY") if "--from" in value]
+    assert copied == ["--from=build /opt/hitl-bridge/venv /opt/hitl-bridge/venv"]
 
 
 @pytest.mark.subprocess
 def test_the_script_says_how_to_call_it() -> None:
     ran = subprocess.run(["sh", str(ROOT / INSTALL)], capture_output=True, text=True, check=False)
-    assert (ran.returncode, ran.stderr) == (2, "usage: deploy/install.sh VENV\n")
+    assert (ran.returncode, ran.stderr) == (2, "usage: deploy/install.sh [--editable] VENV\n")
 
 
 def test_it_runs_serve_as_a_user_on_the_settings_port() -> None:

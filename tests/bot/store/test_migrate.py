@@ -52,3 +52,13 @@ def test_several_heads_are_an_error_and_none_is_none(versions: Path) -> None:
     _write(versions, "c", "a")
     with pytest.raises(RuntimeError, match="several heads: b, c"):
         migrate.head_revision()
+
+
+def test_the_developers_alembic_ini_points_at_the_packaged_migrations() -> None:
+    """`alembic upgrade head` from a checkout runs the migrations the package ships."""
+    from alembic.config import Config
+
+    ini = Config(str(Path(__file__).resolve().parents[3] / "alembic.ini"))
+    location = ini.get_main_option("script_location")
+    assert location is not None and Path(location).resolve() == migrate.ALEMBIC_DIR
+    assert ScriptDirectory.from_config(ini).get_current_head() == migrate.head_revision()

@@ -21,7 +21,7 @@ AFTER = f"{BEFORE}, 'undeliverable'"
 
 
 def _statuses(allowed: str) -> None:
-    # SQLite cannot alter a CHECK constraint: batch mode rebuilds the table (alembic/env.py
+    # SQLite cannot alter a CHECK constraint: batch mode rebuilds the table (migrations/env.py
     # turns foreign keys off meanwhile, so the rebuild cascades to no transition or proposal).
     with op.batch_alter_table("requests") as batch:
         batch.drop_constraint(op.f("ck_requests_status"), type_="check")

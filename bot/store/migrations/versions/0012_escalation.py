@@ -33,7 +33,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_requests_status_next_escalation_at", table_name="requests")
-    # SQLite drops a column by rebuilding the table (alembic/env.py turns foreign keys off
+    # SQLite drops a column by rebuilding the table (migrations/env.py turns foreign keys off
     # meanwhile, so the rebuild cascades to no transition, proposal or vote).
     with op.batch_alter_table("requests") as batch:
         batch.drop_column("next_escalation_at")

@@ -63,7 +63,7 @@ def downgrade() -> None:
     op.drop_index("ix_grants_room_id_tool_name", table_name="grants")
     op.drop_table("grants")
     op.drop_table("gate_runs")
-    # SQLite drops a column by rebuilding the table (alembic/env.py turns foreign keys off
+    # SQLite drops a column by rebuilding the table (migrations/env.py turns foreign keys off
     # meanwhile, so the rebuild cascades to no transition or proposal).
     with op.batch_alter_table("requests") as batch:
         batch.drop_column("run_outcome")
