@@ -16,7 +16,7 @@ FAST := not slow and not browser and not postgres and not subprocess
 # On every core (pytest-xdist; more workers than cores measured no faster here).
 PARALLEL := -n auto
 
-.PHONY: install install-dev browser run serve test check fast lint typecheck pytest bench docs clean
+.PHONY: install install-dev browser run serve test check fast lint typecheck pytest bench docs figures clean
 
 # Two stamps: `make run`, `make serve` and `make bench` install the runtime dependencies only;
 # the checks add the developer extras (pytest, mypy, ruff, the examples' agent frameworks,
@@ -99,6 +99,12 @@ bench: install
 # again; tests/test_generated_docs.py fails until they are.
 docs:
 	$(PYTHON) -m tools.docs
+
+# docs/figures.md's blocks measured again: each one's command run, its output written back with
+# the date, the machine and the wall time (ONLY="name ..." for some; the format: its top).
+ONLY ?=
+figures: install-dev
+	$(BIN)/python -m tools.figures $(ONLY)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
