@@ -10,9 +10,11 @@ NODE_INSTALLED := clients/typescript/node_modules/.installed
 # start would compile every module again without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-# The tests `make check` runs: none that is slow, drives a browser, needs PostgreSQL or starts
-# a process (the markers: pyproject.toml; tests/conftest.py fails a process started unmarked).
-FAST := not slow and not browser and not postgres and not subprocess
+# The tests `make check` runs: the fast ones (the core's parts, the adapters' pure functions, the
+# checks read from the source), none that is slow, drives a browser, needs PostgreSQL or starts a
+# process (the markers: pyproject.toml; tests/conftest.py marks the core's and fails a process
+# started unmarked). `make test` runs every test.
+FAST := fast and not slow and not browser and not postgres and not subprocess
 # On every core (pytest-xdist; more workers than cores measured no faster here).
 PARALLEL := -n auto
 
@@ -83,7 +85,7 @@ SIDE_BY_SIDE := $(MAKE) --no-print-directory -j3
 test: install-dev
 	@$(SIDE_BY_SIDE) lint typecheck pytest
 
-# The working loop: the same, with the fast tests only.
+# The working loop: the same, with the fast tests only (under two minutes: docs/figures.md).
 check: install-dev
 	@$(SIDE_BY_SIDE) lint typecheck fast
 

@@ -9,6 +9,8 @@ import pytest
 
 from tools import figures
 
+pytestmark = pytest.mark.fast  # read from the source: in `make check`
+
 TEXT = figures.FIGURES.read_text()
 HEADER = "| what | figure | target | command | date | machine |"
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
@@ -20,8 +22,9 @@ def cells(row: str) -> list[str]:
 
 
 def rows() -> list[list[str]]:
-    table = TEXT[TEXT.index(HEADER) :].split("\n\n")[0].splitlines()
-    return [cells(row) for row in table[2:]]
+    """The rows of every six-column table."""
+    tables = [m[1].splitlines() for m in TABLE.finditer(TEXT) if m[1].startswith(HEADER)]
+    return [cells(row) for table in tables for row in table[2:]]
 
 
 def test_every_row_has_its_command_date_and_machine() -> None:

@@ -9,6 +9,8 @@ import pytest
 
 from tools import docs
 
+pytestmark = pytest.mark.fast  # read from the source: in `make check`
+
 RUN = "run `make docs` and commit docs/architecture.md"
 
 

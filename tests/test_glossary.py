@@ -8,6 +8,10 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # read from the source: in `make check`
+
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "docs" / "glossary.md"
 # Where the terms are used: the code (of the server, its clients, tests, benches, examples) and
