@@ -44,7 +44,7 @@ ALLOWED = {
     ("tests/adapters/slack/test_replays.py", "test_a_replayed_click_is_processed_once"),
     ("tests/adapters/slack/test_replays.py", "test_a_replayed_refusal_is_said_and_audited_once"),
     ("tests/bot/store/test_escalations.py", "test_two_workers_fire_each_step_once"),
-    ("tests/bot/durable/test_sweep.py", "settle_down"),
+    ("tests/bot/durable/test_sweep.py", "quiet"),
 }
 OPERATORS: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -114,6 +114,7 @@ def every_sleep() -> list[tuple[str, str, int, float]]:
     return [
         (path.relative_to(ROOT).as_posix(), *found)
         for path in sorted((ROOT / "tests").rglob("*.py"))
+        if "sleep(" in path.read_text()  # parsed only if it may sleep: the scan stays cheap
         for found in sleeps(path)
     ]
 
