@@ -46,17 +46,31 @@ PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.pos
                             "os.spawn", "os.system", "multiprocessing"})  # fmt: skip
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "fast and ..."` (`make check`), a test module that holds no fast test is not
+    imported at all: importing the whole suite (its SDKs, its fakes) costs more than running
+    the fast set. A module holds fast tests if it is in a fast tree or says `mark.fast`."""
+    if not str(config.getoption("markexpr", "")).startswith("fast"):
+        return None
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if _fast_place(collection_path, config.rootpath):
+        return None
+    return "pytest.mark.fast" not in collection_path.read_text()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for name in _marks_for(item):
             item.add_marker(name)
-        if _in_fast_tree(item, config.rootpath):
+        if _fast_place(item.path, config.rootpath):
             item.add_marker("fast")
 
 
-def _in_fast_tree(item: pytest.Item, root: Path) -> bool:
+def _fast_place(path: Path, root: Path) -> bool:
+    """Whether `path` is in a fast tree (FAST_TREES), and not in one of its slow parts."""
     try:
-        where = item.path.relative_to(root).as_posix()
+        where = path.relative_to(root).as_posix()
     except ValueError:  # a test outside the repository (tests/test_markers.py's own suite)
         return False
     return where.startswith(FAST_TREES) and not where.startswith(NOT_FAST_TREES)
