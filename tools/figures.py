@@ -31,6 +31,10 @@ BLOCK = re.compile(
 )
 
 
+# What a block holds when it is added, until its first run.
+UNMEASURED = "(not measured yet)\n"
+
+
 @dataclass(frozen=True)
 class Figure:
     name: str
