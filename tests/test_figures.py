@@ -87,3 +87,8 @@ def test_the_list_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert figures.main(["--list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed == [f"{f.name}: {f.command}" for f in figures.figures(TEXT)]
+
+
+def test_the_output_is_kept_without_progress_or_local_paths() -> None:
+    printed = f"{figures.ROOT}/bench/x.py ran\n.....s..F [ 42%]\n..... [100%]\n3 passed in 1.0s\n"
+    assert figures.tidy(printed) == "bench/x.py ran\n3 passed in 1.0s"

@@ -84,6 +84,21 @@ def written(text: str, figure: Figure, run: Run) -> str:
     return BLOCK.sub(block, text)
 
 
+# A test runner's progress line (pytest's dots and percentage): no figure, only length.
+PROGRESS = re.compile(r"^[.sxXFE]+ *\[ *\d+%\]$")
+
+
+def tidy(output: str) -> str:
+    """The command's output without progress lines, and with this checkout's paths (and the
+    environment's VENV, if given) written as from the repository's root."""
+    lines = [line for line in output.splitlines() if not PROGRESS.match(line.strip())]
+    text = "\n".join(lines)
+    venv = os.environ.get("VENV")
+    if venv:
+        text = text.replace(venv.rstrip("/") + "/", ".venv/")
+    return text.replace(f"{ROOT}/", "")
+
+
 def measure(figure: Figure) -> Run | None:
     """`figure`'s command run from the repository's root; None (and its output) if it failed."""
     print(f"{figure.name}: {figure.command}", flush=True)
@@ -97,7 +112,7 @@ def measure(figure: Figure) -> Run | None:
         print(f"{figure.name}: failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         return None
     today = datetime.now(UTC).date().isoformat()
-    return Run(done.stdout, today, about, seconds)
+    return Run(tidy(done.stdout), today, about, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
