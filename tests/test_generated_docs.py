@@ -40,7 +40,7 @@ def test_a_layer_added_or_a_module_moved_is_drift() -> None:
 def test_every_module_is_in_the_map() -> None:
     text = docs.ARCHITECTURE.read_text()
     for folder, _ in docs.TREES:
-        for module in (docs.ROOT / folder).rglob("*.py"):
+        for module in docs.modules(docs.ROOT / folder):
             if module.name != "__init__.py":
                 assert f"`{module.name}`" in text or f"/{module.name}`" in text, module
 
@@ -57,3 +57,11 @@ def test_a_long_first_sentence_is_cut_at_a_clause(tmp_path: Path) -> None:
     assert said.endswith(" …") and len(said) <= docs.LONGEST + 2
     module.write_text('"""The store (bot.store.SqlStore has it). Then more."""\n')
     assert docs.summary(module) == "The store (bot.store.SqlStore has it)"
+
+
+def test_a_folder_that_is_no_package_is_left_out(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "versions").mkdir(parents=True)
+    for name in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py", "sub/versions/0001.py"):
+        (tmp_path / name).write_text('"""A module."""\n')
+    shown = [p.relative_to(tmp_path).as_posix() for p in docs.modules(tmp_path)]
+    assert shown == ["__init__.py", "a.py", "sub/__init__.py", "sub/b.py"]

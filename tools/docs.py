@@ -90,6 +90,20 @@ def summary(path: Path) -> str:
     return sentence.replace("|", "\\|") or "—"
 
 
+def modules(package: Path) -> list[Path]:
+    """The package's modules, its subpackages' included; not the scripts in a folder that is
+    no package (Alembic's migration versions, a template's)."""
+    return sorted(
+        module
+        for module in package.rglob("*.py")
+        if all((folder / "__init__.py").is_file() for folder in _folders(module, package))
+    )
+
+
+def _folders(module: Path, package: Path) -> list[Path]:
+    return [module.parents[n] for n in range(len(module.relative_to(package).parts) - 1)]
+
+
 def _ranked(packages: list[Path], tree: Path, ranks: dict[str, int]) -> list[Path]:
     """The core's packages in rank order (the rank of `bot.x` for bot/x), the rest by name."""
 
@@ -108,7 +122,7 @@ def _entries(tree: Path, ranks: dict[str, int]) -> Iterator[tuple[str, Path]]:
     packages = [p for p in tree.iterdir() if (p / "__init__.py").is_file()]
     for package in _ranked(packages, tree, ranks):
         yield f"**`{package.name}/`**", package / "__init__.py"
-        for module in sorted(package.rglob("*.py")):
+        for module in modules(package):
             if module.name != "__init__.py" or module.parent != package:
                 shown = module.relative_to(package).as_posix().removesuffix("/__init__.py")
                 yield f"`{package.name}/{shown}`", module
