@@ -10,13 +10,15 @@ NODE_INSTALLED := clients/typescript/node_modules/.installed
 # start would compile every module again without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-# The tests `make check` runs: none that is slow, drives a browser, needs PostgreSQL or starts
-# a process (the markers: pyproject.toml; tests/conftest.py fails a process started unmarked).
-FAST := not slow and not browser and not postgres and not subprocess
+# The tests `make check` runs: the fast ones (the core's parts, the adapters' pure functions, the
+# checks read from the source), none that is slow, drives a browser, needs PostgreSQL or starts a
+# process (the markers: pyproject.toml; tests/conftest.py marks the core's and fails a process
+# started unmarked). `make test` runs every test.
+FAST := fast and not slow and not browser and not postgres and not subprocess
 # On every core (pytest-xdist; more workers than cores measured no faster here).
 PARALLEL := -n auto
 
-.PHONY: install install-dev browser run serve test check fast lint typecheck pytest bench clean
+.PHONY: install install-dev browser run serve test check fast lint typecheck pytest bench docs figures clean
 
 # Two stamps: `make run`, `make serve` and `make bench` install the runtime dependencies only;
 # the checks add the developer extras (pytest, mypy, ruff, the examples' agent frameworks,
@@ -83,7 +85,7 @@ SIDE_BY_SIDE := $(MAKE) --no-print-directory -j3
 test: install-dev
 	@$(SIDE_BY_SIDE) lint typecheck pytest
 
-# The working loop: the same, with the fast tests only.
+# The working loop: the same, with the fast tests only (under two minutes: docs/figures.md).
 check: install-dev
 	@$(SIDE_BY_SIDE) lint typecheck fast
 
@@ -94,6 +96,17 @@ bench: install
 	$(BIN)/python bench/human_input_bench.py
 	$(BIN)/python bench/store_throughput.py
 	$(BIN)/python bench/startup.py
+
+# The parts of docs/architecture.md the code says (the rank table, the module map), written
+# again; tests/test_generated_docs.py fails until they are.
+docs:
+	$(PYTHON) -m tools.docs
+
+# docs/figures.md's blocks measured again: each one's command run, its output written back with
+# the date, the machine and the wall time (ONLY="name ..." for some; the format: its top).
+ONLY ?=
+figures: install-dev
+	$(BIN)/python -m tools.figures $(ONLY)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

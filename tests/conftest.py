@@ -8,6 +8,9 @@ starts a process without the `subprocess` marker, so no new test slips out of th
 - `postgres`: runs on PostgreSQL (the store's `database[postgres]`, the `postgres` clusters).
 - `slow`: a second or more on its own, for a reason the test needs (a deadline it waits out, ten
   thousand rows); marked by hand.
+- `fast`: what `make check` runs (with none of the above): every test of the core's parts, here
+  by where it is (tests/bot/ but the store's SQL, FAST_TREES), and the adapters' pure functions
+  and the checks read from the source, marked by hand (`pytestmark = pytest.mark.fast`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import multiprocessing.util
 import sys
 import threading
 from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +33,10 @@ MARKED_BY_FIXTURE = {
     "chromium": ("browser", "subprocess"),  # the browser and its driver run as processes
     "postgres": ("postgres",),  # a cluster on a database of its own (tests/adapters)
 }
+# Where the core's tests are (fast as a whole), and what of it is not (the store's SQL on a real
+# database: migrations, thousands of rows); paths from the repository's root.
+FAST_TREES = ("tests/bot/",)
+NOT_FAST_TREES = ("tests/bot/store/",)
 # A parametrized fixture's value that says it: the store's tests run once per dialect.
 MARKED_BY_PARAMETER = {("database", "postgres"): ("postgres",)}
 
@@ -38,10 +46,34 @@ PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.pos
                             "os.spawn", "os.system", "multiprocessing"})  # fmt: skip
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "fast and ..."` (`make check`), a test module that holds no fast test is not
+    imported at all: importing the whole suite (its SDKs, its fakes) costs more than running
+    the fast set. A module holds fast tests if it is in a fast tree or says `mark.fast`."""
+    if not str(config.getoption("markexpr", "")).startswith("fast"):
+        return None
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if _fast_place(collection_path, config.rootpath):
+        return None
+    return "pytest.mark.fast" not in collection_path.read_text()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for name in _marks_for(item):
             item.add_marker(name)
+        if _fast_place(item.path, config.rootpath):
+            item.add_marker("fast")
+
+
+def _fast_place(path: Path, root: Path) -> bool:
+    """Whether `path` is in a fast tree (FAST_TREES), and not in one of its slow parts."""
+    try:
+        where = path.relative_to(root).as_posix()
+    except ValueError:  # a test outside the repository (tests/test_markers.py's own suite)
+        return False
+    return where.startswith(FAST_TREES) and not where.startswith(NOT_FAST_TREES)
 
 
 def _marks_for(item: pytest.Item) -> set[str]:

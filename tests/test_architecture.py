@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # read from the source: in `make check`
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAT_SDKS = ("slack_sdk", "slack_bolt", "microsoft_teams")
 PURE_MODULES = [

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # read from the source: in `make check`
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Lowest first. A unit imports only units on earlier lines; units on one line not each other.

@@ -1,0 +1,1 @@
+"""The admin console under /admin: its pages, sign-in, charts and exports."""

@@ -1,5 +1,5 @@
-"""Where an approved call's run is claimed once and its result kept: the store (bot.store.
-SqlStore has it), or this process's memory for a bridge without one."""
+"""Where an approved call's run is claimed once and its result kept: the store
+(bot.store.SqlStore has it), or this process's memory for a bridge without one."""
 
 from __future__ import annotations
 

@@ -27,6 +27,8 @@ from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_val
 from tests.adapters.teams.card_rules import assert_valid_card
 from tests.adapters.test_one_view import strings
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 SCHEMA = {
     "type": "object",

@@ -27,6 +27,8 @@ from tests.adapters.slack.updates import MARK, assert_inert
 from tests.adapters.teams.card_rules import assert_valid_card
 from tests.adapters.test_one_view import strings
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 ACTOR, DECIDER = "U0ACTOR01", "U0DECIDE1"
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 SECRET = "hunter2-very-secret"

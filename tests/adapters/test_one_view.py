@@ -23,6 +23,8 @@ from bot.policies.tally import Tally
 from bot.requests.view import RequestView, build_view
 from bot.words.phrases import Phrase, PlainFormatter
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 ACTOR, DECIDER = "U0ACTOR01", "U0DECIDE1"
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 SETTLED = CREATED + timedelta(minutes=3)

@@ -6,6 +6,8 @@ import pytest
 
 from adapters.terminal import one_line, safe
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 
 @pytest.mark.parametrize(
     ("given", "shown"),

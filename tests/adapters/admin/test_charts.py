@@ -10,6 +10,8 @@ import pytest
 from adapters.admin.charts import decision_chart, duration, nice_ceiling, outcomes_chart
 from bot.reports.figures import DayFigure, ToolOutcomes
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 

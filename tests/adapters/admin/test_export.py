@@ -6,9 +6,13 @@ import csv
 import io
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from adapters.admin.export import HEADER, cell, lines
 from bot.records import RequestRecord, RequestStatus
 from bot.reports.request_log import LoggedRequest
+
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
 
 
 def test_a_cell_defuses_formulas() -> None:

@@ -24,6 +24,8 @@ from bot.human_tools.forms import FieldKind, FormField, numbered_options
 from bot.requests.kinds import Verb
 from bot.requests.view import RequestView, build_view
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 AT = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
 
 

@@ -26,6 +26,8 @@ from tests.adapters.slack.updates import (
     make_update,
 )
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 MODAL_SCHEMA = "blockkit-modal.schema.json"
 EVERY_KIND_FORM = data_form(
     CollectUserDataArgs.model_validate({"fields": EVERY_KIND_FIELDS}).fields

@@ -30,6 +30,8 @@ from tests.adapters.slack.blockkit_rules import interactive_elements
 from tests.adapters.slack.test_modals import EVERY_FORM
 from tests.adapters.slack.updates import ACTOR, REQUEST_ID, make_update
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 CHANNEL = "C0123CHAN"
 THREAD_TS = "1700000000.000100"
 MESSAGE_TS = "1700000005.000200"

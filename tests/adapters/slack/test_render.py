@@ -39,6 +39,8 @@ from tests.adapters.slack.updates import (
     make_update,
 )
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 FIELDS = [
     {"name": "age", "label": "Age", "type": "number"},
     {"name": "email", "label": "Email", "type": "email"},

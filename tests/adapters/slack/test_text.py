@@ -18,6 +18,8 @@ from adapters.slack.text import (
 )
 from bot.words.phrases import Phrase
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 
 @pytest.mark.parametrize(
     ("raw", "escaped"),

@@ -25,6 +25,8 @@ from bot.requests.kind_of import kind_of
 from bot.requests.kinds import DECLINE, Verb
 from tests.adapters.teams.card_rules import inputs
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 REQUEST_ID = "0123456789abcdef01234567"
 ACTOR = "aad-actor"
 JSON = dict[str, Any]

@@ -36,6 +36,8 @@ from tests.adapters.teams.card_rules import (
 )
 from tests.conformance import conformance_file
 
+pytestmark = pytest.mark.fast  # pure functions: in `make check`
+
 REQUEST_ID = "0123456789abcdef01234567"
 ACTOR = "aad-actor"
 ANSWERER = "aad-answerer"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -101,9 +101,55 @@ def expirer(store: SqlStore) -> Expirer:
     return Expirer(store)
 
 
+class Watched:
+    """The store as the scheduler reads it (a DeadlineSource), telling the test what the loop
+    asked: it goes to sleep right after each `next_deadline`, so `asleep()` is the event of
+    the loop reaching its sleep; a query that failed is counted as failed."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.asked = 0  # next_deadline answered
+        self.failed = 0  # queries that raised
+        self._changed = asyncio.Condition()
+
+    async def due_requests(self, now: datetime, limit: int = 500) -> list[RequestRecord]:
+        try:
+            return await self.store.due_requests(now, limit)
+        except Exception:
+            await self._count("failed")
+            raise
+
+    async def next_deadline(self) -> datetime | None:
+        try:
+            deadline = await self.store.next_deadline()
+        except Exception:
+            await self._count("failed")
+            raise
+        await self._count("asked")
+        return deadline
+
+    async def _count(self, name: str) -> None:
+        async with self._changed:
+            setattr(self, name, getattr(self, name) + 1)
+            self._changed.notify_all()
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        async with asyncio.timeout(WAIT), self._changed:
+            await self._changed.wait_for(done)
+
+    async def asleep(self, after: int) -> None:
+        """Until the loop has gone to sleep more than `after` times in all."""
+        await self.until(lambda: self.asked > after)
+
+
 @pytest.fixture
-async def scheduler(store: SqlStore, expirer: Expirer) -> AsyncIterator[DeadlineScheduler]:
-    running = DeadlineScheduler(store, expirer, retry_delay=0.1)
+def watched(store: SqlStore) -> Watched:
+    return Watched(store)
+
+
+@pytest.fixture
+async def scheduler(watched: Watched, expirer: Expirer) -> AsyncIterator[DeadlineScheduler]:
+    running = DeadlineScheduler(watched, expirer, retry_delay=0.1)
     try:
         yield running
     finally:
@@ -115,8 +161,8 @@ async def create(store: SqlStore, request_id: str, expires_at: datetime | None) 
     return expires_at
 
 
-async def settle_down() -> None:
-    """Give the scheduler's loop time to reach its sleep."""
+async def quiet() -> None:
+    """The time a loop woken by mistake would take to query: an absence has no event."""
     await asyncio.sleep(0.2)
 
 
@@ -158,11 +204,11 @@ async def test_deadline_stored_before_start_fires_unpoked(
 
 
 async def test_poke_wakes_it_for_an_earlier_deadline(
-    store: SqlStore, expirer: Expirer, scheduler: DeadlineScheduler
+    store: SqlStore, watched: Watched, expirer: Expirer, scheduler: DeadlineScheduler
 ) -> None:
     await create(store, "far", utc_now() + timedelta(minutes=5))
     await scheduler.start()
-    await settle_down()
+    await watched.asleep(after=0)
 
     near = await create(store, "near", utc_now() + SHORT)
     assert near is not None
@@ -172,29 +218,31 @@ async def test_poke_wakes_it_for_an_earlier_deadline(
     assert expirer.ids() == ["near"]
 
 
-async def test_later_poke_costs_no_query(store: SqlStore, scheduler: DeadlineScheduler) -> None:
+async def test_later_poke_costs_no_query(
+    store: SqlStore, watched: Watched, scheduler: DeadlineScheduler
+) -> None:
     far = await create(store, "far", utc_now() + timedelta(minutes=5))
     assert far is not None
     await scheduler.start()
-    await settle_down()
+    await watched.asleep(after=0)
     queries = QueryCounter(store)
 
     scheduler.poke(far + timedelta(hours=1))
-    await settle_down()
+    await quiet()
     assert queries.count == 0
 
     scheduler.poke(utc_now() + timedelta(minutes=1))
-    await settle_down()
+    await watched.asleep(after=1)
     assert queries.count > 0
 
 
 async def test_idle_until_poked(
-    store: SqlStore, expirer: Expirer, scheduler: DeadlineScheduler
+    store: SqlStore, watched: Watched, expirer: Expirer, scheduler: DeadlineScheduler
 ) -> None:
     await scheduler.start()
-    await settle_down()
+    await watched.asleep(after=0)
     queries = QueryCounter(store)
-    await settle_down()
+    await quiet()
     assert queries.count == 0  # nothing pending: no polling
 
     expires_at = await create(store, "new", utc_now() + SHORT)
@@ -227,6 +275,7 @@ async def test_survives_an_on_due_that_raises(
 
 async def test_survives_a_failing_store(
     store: SqlStore,
+    watched: Watched,
     expirer: Expirer,
     scheduler: DeadlineScheduler,
     caplog: pytest.LogCaptureFixture,
@@ -237,7 +286,7 @@ async def test_survives_a_failing_store(
     async with store.engine.begin() as conn:
         await conn.execute(text("ALTER TABLE requests RENAME TO requests_away"))
     scheduler.poke(utc_now())
-    await settle_down()  # the loop's queries fail meanwhile, and are retried
+    await watched.until(lambda: watched.failed >= 2)  # the loop's queries fail, are retried
     async with store.engine.begin() as conn:
         await conn.execute(text("ALTER TABLE requests_away RENAME TO requests"))
     assert "deadline sweep failed" in caplog.text
@@ -260,8 +309,8 @@ async def test_stop_is_clean_and_final(
 
     expires_at = await create(store, "orphan", utc_now() + SHORT)
     assert expires_at is not None
-    scheduler.poke(expires_at)
-    await asyncio.sleep(0.3)
+    scheduler.poke(expires_at)  # starts nothing: no loop is left to wake, none is made
+    assert not scheduler.running
     assert expirer.fired == []
 
 

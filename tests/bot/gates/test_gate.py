@@ -45,6 +45,22 @@ from tests.bot.gates.gated import (
 from tests.bot.store.conftest import Database, database  # noqa: F401  (the fixture)
 
 
+async def reads_the_run(worker: Worker) -> None:
+    """Until `worker` reads a gated call's run from now on (it waits for another's to end)."""
+    loop = asyncio.get_running_loop()
+    read = asyncio.Event()
+
+    def seen(statement: str) -> None:  # on the store's thread, maybe
+        if statement.lstrip().upper().startswith("SELECT") and "gate_runs" in statement:
+            loop.call_soon_threadsafe(read.set)
+
+    unwatch = worker.store.watch(seen)
+    try:
+        await read.wait()
+    finally:
+        unwatch()
+
+
 @pytest.fixture
 def tool() -> Deployer:
     return Deployer()
@@ -254,7 +270,7 @@ async def test_two_workers_waiting_on_one_approval_run_it_once(
         )
         assert [isinstance(a, Settled) for a in approvals].count(True) == 1
         await within(tool.started.wait())
-        await asyncio.sleep(0.1)  # the other worker finds the claim and waits for the run
+        await within(reads_the_run(other))  # the other worker found the claim, waits for the run
         tool.release.set()
         results = await within(asyncio.gather(mine, theirs))
         assert results[0] == results[1] == json.dumps({"deployed": "api", "env": "production"})

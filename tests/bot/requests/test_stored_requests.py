@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.records import RequestRecord, RequestStatus, Settlement
 from bot.requests.stored_requests import posted_record, settled_record
-from bot.store import open_store
+from bot.store import SqlStore, open_store
 
 
 def record(request_id: str) -> RequestRecord:
@@ -20,12 +20,32 @@ def record(request_id: str) -> RequestRecord:
     )  # fmt: skip
 
 
+async def read_twice(store: SqlStore) -> None:
+    """Until the store has been read twice from now on: the reader has found the request not
+    ready yet and is waiting for it (the moment the writer is meant to write)."""
+    loop = asyncio.get_running_loop()
+    reads: list[str] = []
+    twice = asyncio.Event()
+
+    def seen(statement: str) -> None:  # on the store's thread, maybe
+        if statement.lstrip().upper().startswith("SELECT"):
+            reads.append(statement)
+            if len(reads) == 2:
+                loop.call_soon_threadsafe(twice.set)
+
+    unwatch = store.watch(seen)
+    try:
+        await asyncio.wait_for(twice.wait(), 5)
+    finally:
+        unwatch()
+
+
 async def test_a_reference_stored_a_moment_later_is_found(tmp_path: Path) -> None:
     store = await open_store(f"sqlite+aiosqlite:///{tmp_path / 'refs.db'}")
     await store.create_request(record("r1"))
 
     async def post_later() -> None:
-        await asyncio.sleep(0.2)
+        await read_twice(store)
         await store.set_message_ref("r1", "slack", {"channel": "C1", "ts": "2.0"})
 
     poster = asyncio.create_task(post_later())
@@ -44,7 +64,7 @@ async def test_a_settle_still_being_written_is_waited_for(tmp_path: Path) -> Non
     await store.create_request(record("r2"))
 
     async def settle_later() -> None:
-        await asyncio.sleep(0.2)
+        await read_twice(store)
         done = Settlement("r2", RequestStatus.RESOLVED, datetime.now(UTC), result="{}", by="U2")
         assert await store.settle(done)
 

@@ -137,6 +137,7 @@ class StandIn:
         self.created: asyncio.Queue[str] = asyncio.Queue()  # ids of new requests
         self.creates: list[Received] = []  # every create received
         self.polls: list[float] = []  # the wait of every GET of one request
+        self.polled = asyncio.Event()  # set by every GET of one request, as it is received
         self.fail_next: list[int] = []  # statuses the next creates answer (5xx after recording)
         self.ignore_wait = False  # answer long polls at once, as a misbehaving proxy might
         self.url = ""
@@ -259,6 +260,7 @@ class StandIn:
         held = self._own(request)
         wait = _number(request.query.get("wait", "0"), "wait", 0, MAX_WAIT)
         self.polls.append(wait)
+        self.polled.set()
         if held.body["status"] == "pending" and wait > 0 and not self.ignore_wait:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(held.settled.wait(), wait)
@@ -519,7 +521,7 @@ async def test_a_helper_given_up_withdraws_its_request(
 ) -> None:
     asking = background(client.ask("Still there?", DM))
     held = api.held[await within(api.created.get())]
-    await asyncio.sleep(LONG_POLL / 2)  # in the middle of a long poll
+    await within(api.polled.wait())  # in the middle of a long poll
     asking.cancel()
     with pytest.raises(asyncio.CancelledError):
         await within(asking)

@@ -1,0 +1,1 @@
+"""The project's own tools: the generated parts of the docs (`make docs`, `make figures`)."""
