@@ -8,9 +8,8 @@ before it):
 - `Worker` (worker.py): this worker's name, its store, its hold; `Tasks` (tasks.py);
 - `Observers` (observers.py): the surfaces told of each transition;
 - `AnswerChecks` (checks.py): the tools' validators, the policy's default answer;
-- `Outcomes`, `Proposals`, `Settler` (outcomes.py, proposals.py, settler.py): the one
-  transition out of pending, in at most four steps (claim, record, apply, tell: settler.py);
-  `AwaitedSettles` (awaited.py): the settles that return once recorded;
+- `Settler` (settler.py): the one transition out of pending, for every verb, in four steps
+  (claim, record, apply, tell); `Proposals` (proposals.py): settles handed to another worker;
 - `Holding` (holding.py): several workers on one database, the holder deciding;
 - `Deadlines` (deadlines.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
 - `Scopes` (scopes.py): channels, notifiers, close; `Creator` (creator.py): create().
@@ -24,16 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from bot.human_input.awaited import AwaitedSettles
 from bot.human_input.checks import AnswerChecks
 from bot.human_input.creator import Creator, Poke
 from bot.human_input.deadlines import Deadlines
 from bot.human_input.holding import Holding
 from bot.human_input.ledger import Ledger
 from bot.human_input.observers import Observers
-from bot.human_input.outcomes import Outcomes
 from bot.human_input.ports import HandlerStore
-from bot.human_input.proposals import Proposals
 from bot.human_input.rules import NO_RULES, RequestRules
 from bot.human_input.scopes import NOTIFIER_BUDGET_SECONDS, Scopes
 from bot.human_input.settler import Settler
@@ -81,18 +77,13 @@ class HumanInputHandler:
         self._worker = worker = Worker(worker_id, hold_seconds, store)
         self._observers = observers = Observers(tasks, rules.audience)
         self._checks = checks = AnswerChecks(rules.expiry_answer)
-        outcomes = Outcomes(worker, ledger, observers)
-        proposals = Proposals(worker, outcomes)
-        self._settler = settler = Settler(worker, ledger, checks, outcomes, proposals, tasks)
+        self._settler = settler = Settler(worker, ledger, checks, observers, tasks)
         self._holding = holding = Holding(worker, ledger, settler, tasks)
         self._deadlines = deadlines = Deadlines(settler.expire)
         self._waiters = waiters = Waiters(worker, ledger, deadlines, settler, holding, tasks)
         self._scopes = scopes = Scopes(ledger, settler, tasks, notifier_budget)
         self._creator = Creator(
             worker, ledger, scopes, holding, waiters, observers, rules, default_timeout
-        )
-        self._awaited = AwaitedSettles(
-            worker, ledger, checks, settler, outcomes, proposals, observers, tasks
         )
 
     # -- what it is attached to -----------------------------------------------------------------
@@ -247,7 +238,7 @@ class HumanInputHandler:
         `by_detail` (a display name, the surface) goes to the audit row. `known`: the request
         as the caller just read it from the store (not read again); settled in place if this
         answer settles it and it is not in memory here."""
-        return await self._awaited.settle(
+        return await self._settler.settle_recorded(
             pending_id, RequestStatus.RESOLVED, result, None, by, by_detail, known
         )
 
@@ -262,35 +253,37 @@ class HumanInputHandler:
     ) -> bool:
         """Reject and return once the outcome is recorded; works for requests not in memory
         (`known` as for `answer`)."""
-        return await self._awaited.settle(
+        return await self._settler.settle_recorded(
             pending_id, RequestStatus.REJECTED, None, reason, by, by_detail, known
         )
 
     async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
         """Withdraw and return once recorded (its requester gave up on it); works for
         requests not in memory. Its message says it was cancelled."""
-        return await self._awaited.settle(pending_id, RequestStatus.CANCELLED, None, reason, by)
+        return await self._settler.settle_recorded(
+            pending_id, RequestStatus.CANCELLED, None, reason, by
+        )
 
     async def undeliverable(self, pending_id: str, reason: str) -> bool:
         """The request could not be shown to anyone (a surface's post failed for good): settle
         it as undeliverable at once, rather than at its deadline; its waiter raises
         UndeliverableError(reason) and the audit log keeps the reason. Returns once recorded,
         True if this settled it (the same compare-and-set as every settle)."""
-        return await self._awaited.settle(
+        return await self._settler.settle_recorded(
             pending_id, RequestStatus.UNDELIVERABLE, None, reason, None
         )
 
     async def expire_record(self, record: PendingInput) -> None:
         """Time out a request whose durable deadline passed (the deadline scheduler calls it).
         One held by a live worker is left to that worker's own timer."""
-        await self._awaited.expire_record(record)
+        await self._settler.expire_record(record)
 
     async def follow(self, request_id: str) -> None:
         """Something happened to a request in another process (its NOTIFY arrived): wake the
         proposers here waiting on it; as its holder, apply the first proposal waiting; else
         take up the outcome another worker recorded. Observers were told by the worker that
         wrote it, so they are not told here (if that was this worker, its NOTIFY heard before
-        its write returned, the write's caller tells them: `Outcomes.apply_written`)."""
+        its write returned, the write's caller tells them: `Settler.apply_written`)."""
         await self._settler.follow(request_id)
 
     # -- requests as this worker knows them -------------------------------------------------------

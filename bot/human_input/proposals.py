@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 
-from bot.human_input.outcomes import Outcomes
 from bot.human_input.ports import HandlerStore
 from bot.human_input.worker import Worker
-from bot.records import Decision, PendingInput, RequestStatus, Settlement
+from bot.records import Decision, Settlement
 
 log = logging.getLogger("bot.human_input")
 
@@ -26,44 +24,9 @@ MAX_POLL_SECONDS = 0.25
 class Proposals:
     """This worker's proposals to other workers' requests, and the proposers waiting here."""
 
-    def __init__(self, worker: Worker, outcomes: Outcomes) -> None:
+    def __init__(self, worker: Worker) -> None:
         self._worker = worker
-        self._outcomes = outcomes
         self._listeners: dict[str, list[asyncio.Future[None]]] = {}
-
-    async def through_holder(self, request: PendingInput, settlement: Settlement) -> bool:
-        """A settle of a request in memory here, held by another worker: propose it, apply
-        the outcome. True if the proposal won."""
-        store = self._store()
-        proposal = self._worker.settlement(
-            request.id, settlement.status, settlement.result, settlement.reason,
-            settlement.by, settlement.at, proposal=secrets.token_hex(8),
-        )  # fmt: skip
-        try:
-            won, here = await self.offer(proposal)
-            record = None if won else await store.get_request(request.id)
-        except Exception:
-            log.exception("could not hand %s of %s over; applied in memory only",
-                          settlement.status, request.id)  # fmt: skip
-            self._outcomes.apply(request, settlement)
-            return True
-        if won:
-            self.apply_won(request, proposal, here)
-        elif record is not None and record.status is not RequestStatus.PENDING:
-            self._outcomes.apply(request, record, tell=False)
-        else:  # refused, yet no settled row to follow: do not leave the request claimed
-            log.error("no settled row for %s; applied %s in memory only",
-                      request.id, settlement.status)  # fmt: skip
-            self._outcomes.apply(request, settlement)
-        return won
-
-    def apply_won(self, request: PendingInput, proposal: Settlement, here: bool) -> None:
-        """Apply a proposal that won: written `here` (this worker tells the observers), or
-        by its holder (which told them)."""
-        if here:
-            self._outcomes.apply_written(request, proposal)
-        else:
-            self._outcomes.apply(request, proposal, tell=False)
 
     async def offer(self, proposal: Settlement) -> tuple[bool, bool]:
         """Settle a request this worker does not hold: (won, and whether it was written here

@@ -3,7 +3,7 @@
 RoomKit's rules (bot/human_input/ledger.py): wait() retires the request once it has its outcome
 (the answer, the rejection, the timeout); until then the request stays active however long ago
 it settled, whatever `retention` is. A blocked wait() is a `Wait` (waiter.py) on the request;
-its settle wakes it (outcomes.py). A request only the store knows is loaded first, and its hold
+its settle wakes it (settler.py). A request only the store knows is loaded first, and its hold
 taken if no live worker has it (holding.py).
 """
 
