@@ -16,7 +16,7 @@ goes on (a) and (b) instead (cProfile).
 
 Requests are created and waited for with the same timeout, as HumanInputToolHandler does (a
 wait() with a shorter timeout than the request's moves its deadline to another queue, and the
-entry it leaves stays until its queue drops it: bot/human_input/deadlines.py).
+entry it leaves stays until its queue drops it: bot/human_input/ledger.py).
 
 (a) round trip, in µs per request:
     answered-first   create -> resolve -> wait (the answer is replayed from the request)

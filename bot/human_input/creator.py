@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.human_input.holding import Holding
-from bot.human_input.ledger import Ledger
+from bot.human_input.ledger import Entry, Ledger
 from bot.human_input.observers import Observers
 from bot.human_input.rules import RequestRules
 from bot.human_input.scopes import Scopes
@@ -91,10 +91,11 @@ class Creator:
         )
         if self._rules.escalation_start is not None:
             self._escalate(request, lifetime)
+        entry = Entry(request)
         if self._worker.store is not None:
-            await self._write(request)
-        self._active[request.id] = request
-        self._waiters.arm(request, lifetime)
+            await self._write(entry)
+        self._active[request.id] = entry
+        self._waiters.arm(entry, lifetime)
         if self.deadline_pokes or self.escalation_pokes:
             self._poke(request)
         self._observers.notify(request)
@@ -108,8 +109,9 @@ class Creator:
         if first is not None and first < lifetime:  # a step at or after the deadline: never
             request.escalation = EscalationState(0, request.created_at + timedelta(seconds=first))
 
-    async def _write(self, request: PendingInput) -> None:
+    async def _write(self, entry: Entry) -> None:
         """The request's row, held by this worker; a channel closed meanwhile settles it too."""
+        request = entry.request
         store = self._worker.store
         assert store is not None
         await self._holding.ensure_alive()
@@ -120,7 +122,7 @@ class Creator:
                 self._worker.settlement(request.id, RequestStatus.CANCELLED, reason=closed)
             )
             raise RuntimeError(closed)
-        self._holding.hold(request)
+        self._holding.hold(entry)
 
     def _poke(self, request: PendingInput) -> None:
         if request.expires_at is not None:

@@ -11,7 +11,7 @@ before it):
 - `Settler` (settler.py): the one transition out of pending, for every verb, in four steps
   (claim, record, apply, tell); `Proposals` (proposals.py): settles handed to another worker;
 - `Holding` (holding.py): several workers on one database, the holder deciding;
-- `Deadlines` (deadlines.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
+- `Deadlines` (ledger.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
 - `Scopes` (scopes.py): channels, notifiers, close; `Creator` (creator.py): create().
 
 With a store attached, the database is the source of truth: every transition is a row before
@@ -25,9 +25,8 @@ from typing import Any
 
 from bot.human_input.checks import AnswerChecks
 from bot.human_input.creator import Creator, Poke
-from bot.human_input.deadlines import Deadlines
 from bot.human_input.holding import Holding
-from bot.human_input.ledger import Ledger
+from bot.human_input.ledger import Deadlines, Ledger
 from bot.human_input.observers import Observers
 from bot.human_input.ports import HandlerStore
 from bot.human_input.rules import NO_RULES, RequestRules
@@ -383,7 +382,8 @@ class HumanInputHandler:
         votes so far (`tally`), a step of its escalation (`audience.fired`). Observers are
         told after its earlier updates; any worker may tell it (its surfaces edit the stored
         message). The copy held here learns how far the escalation went."""
-        held = self._ledger.active.get(record.id)
+        entry = self._ledger.active.get(record.id)
+        held = entry.request if entry is not None else None
         if held is not None and record.escalation_step > held.escalation_step:
             held.escalation = record.escalation
         shown = held if held is not None else record

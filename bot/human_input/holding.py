@@ -38,20 +38,12 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from bot.failures import RepeatedFailures
-from bot.human_input.deadlines import disarm
-from bot.human_input.ledger import Ledger
+from bot.human_input.ledger import FOREIGN, HELD, Entry, Ledger, disarm
 from bot.human_input.ports import HandlerStore
 from bot.human_input.settler import Settler
 from bot.human_input.tasks import Tasks
 from bot.human_input.worker import Worker
-from bot.records import (
-    FOREIGN,
-    HELD,
-    PendingInput,
-    RequestStatus,
-    StoreClosedError,
-    StoreUnavailableError,
-)
+from bot.records import RequestStatus, StoreClosedError, StoreUnavailableError
 
 log = logging.getLogger("bot.human_input")
 
@@ -68,30 +60,31 @@ class Holding:
         # The heartbeat fails every beat while the database cannot be written: one line.
         self._failures = RepeatedFailures(log)
 
-    def hold(self, request: PendingInput) -> None:
+    def hold(self, entry: Entry) -> None:
         """This worker holds the request (it created it, or took it): it decides its settles."""
-        self._worker.mark(request, held=True)
+        self._worker.mark(entry, held=True)
         if self._beater is None:
             self._beater = asyncio.ensure_future(self._beat_forever())
 
-    async def take(self, request: PendingInput) -> None:
+    async def take(self, entry: Entry) -> None:
         """Hold a request loaded from the store, unless a live worker holds it."""
         store = self._store()
         if not await self.ensure_alive():
             return
-        taken = await store.hold(request.id, self._worker.id)
-        if taken and request.status is RequestStatus.PENDING and request._flags & FOREIGN:
-            self.hold(request)
+        taken = await store.hold(entry.request.id, self._worker.id)
+        if taken and entry.request.status is RequestStatus.PENDING and entry.flags & FOREIGN:
+            self.hold(entry)
 
-    def release(self, request: PendingInput) -> None:
+    def release(self, entry: Entry) -> None:
         """Forget a request without settling it (a shutdown): its row stays pending, and unheld,
         for the worker that resumes the run."""
-        disarm(request)
-        self._ledger.active.pop(request.id, None)
+        disarm(entry)
+        request_id = entry.request.id
+        self._ledger.active.pop(request_id, None)
         store = self._worker.store
-        if request._flags & HELD and store is not None:
-            self._worker.mark(request, held=False)
-            self._tasks.spawn(store.unhold(request.id, self._worker.id))
+        if entry.flags & HELD and store is not None:
+            self._worker.mark(entry, held=False)
+            self._tasks.spawn(store.unhold(request_id, self._worker.id))
 
     def stop(self) -> None:
         if self._beater is not None:
@@ -120,10 +113,10 @@ class Holding:
         held = await store.beat(worker.id, until)
         worker.alive_until = max(worker.alive_until, start + worker.hold_seconds / 2)
         for request_id in held:  # requests held here with proposals waiting
-            request = self._ledger.active.get(request_id)
-            if request is not None and request._flags & HELD:
+            entry = self._ledger.active.get(request_id)
+            if entry is not None and entry.flags & HELD:
                 self._tasks.spawn(self._settler.follow(request_id))
-            elif request is None or request.status is not RequestStatus.PENDING:
+            elif entry is None or entry.request.status is not RequestStatus.PENDING:
                 # Held here, yet not decided here any more: give it back to the proposers.
                 self._tasks.spawn(store.unhold(request_id, worker.id))
 

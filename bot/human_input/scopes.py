@@ -104,10 +104,11 @@ class Scopes:
             return False  # another registration owns this channel now
         self._scopes[channel_id] = Scope(closed=True)
         where = "handler" if channel_id is None else f"channel '{channel_id}'"
-        for request in list(self._ledger.active.values()):
+        for entry in list(self._ledger.active.values()):
+            request = entry.request
             if channel_id in (None, request.channel_id) and request.status is RequestStatus.PENDING:
                 self._settler.settle(
-                    request, RequestStatus.CANCELLED, reason=f"Human input {where} closed"
+                    entry, RequestStatus.CANCELLED, reason=f"Human input {where} closed"
                 )
         current = asyncio.current_task()
         cut = [

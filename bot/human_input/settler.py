@@ -29,18 +29,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 
 from bot.human_input.checks import AnswerChecks
-from bot.human_input.deadlines import disarm
-from bot.human_input.ledger import Ledger
+from bot.human_input.ledger import CLAIMED, FOREIGN, HELD, UNTOLD, Entry, Ledger, disarm
 from bot.human_input.observers import Observers
 from bot.human_input.proposals import Proposals
 from bot.human_input.snapshots import timeout_message
 from bot.human_input.tasks import Tasks
 from bot.human_input.worker import Worker
 from bot.records import (
-    CLAIMED,
-    FOREIGN,
-    HELD,
-    UNTOLD,
     PendingInput,
     RequestStatus,
     Settlement,
@@ -73,11 +68,12 @@ class Settler:
 
     def resolve(self, pending_id: str, result: str, *, by: str | None = None) -> bool:
         """See `HumanInputHandler.resolve`."""
-        request = self._active.get(pending_id)
-        if request is None:
+        entry = self._active.get(pending_id)
+        if entry is None:
             return False
+        request = entry.request
         # A pending request without flags (in memory, unclaimed) is decided here: a call less.
-        if (request._flags or request.status is not PENDING) and not self.may_decide(request):
+        if (entry.flags or request.status is not PENDING) and not self.may_decide(entry):
             return False
         validator = self._validators.get(request.tool_name)
         if validator is not None:
@@ -86,60 +82,58 @@ class Settler:
             except Exception as err:
                 log.info("answer to %s refused: %s", pending_id, err)
                 return False
-        return self.settle(request, RequestStatus.RESOLVED, result=result, by=by)
+        return self.settle(entry, RequestStatus.RESOLVED, result=result, by=by)
 
     def reject(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
         """See `HumanInputHandler.reject`."""
-        request = self._active.get(pending_id)
-        if request is None or not self.may_decide(request):
+        entry = self._active.get(pending_id)
+        if entry is None or not self.may_decide(entry):
             return False
-        return self.settle(request, RequestStatus.REJECTED, reason=reason, by=by)
+        return self.settle(entry, RequestStatus.REJECTED, reason=reason, by=by)
 
     def release(self, pending_id: str) -> bool:
         """See `HumanInputHandler.release`."""
-        request = self._active.pop(pending_id, None)
-        if request is None:
+        entry = self._active.pop(pending_id, None)
+        if entry is None:
             return False
-        if request.status is PENDING:
-            self.settle(request, RequestStatus.CANCELLED, reason="Human input released")
+        if entry.request.status is PENDING:
+            self.settle(entry, RequestStatus.CANCELLED, reason="Human input released")
         return True
 
-    def may_decide(self, request: PendingInput) -> bool:
+    def may_decide(self, entry: Entry) -> bool:
         """Whether a synchronous settle here is the request's outcome: it is pending and not
         being settled, and no other worker decides it (bot/human_input/holding.py)."""
-        flags = request._flags
-        if request.status is not PENDING or flags & (CLAIMED | FOREIGN):
+        flags = entry.flags
+        if entry.request.status is not PENDING or flags & (CLAIMED | FOREIGN):
             return False
         if flags & HELD and not self._worker.vouches():
             log.warning("cannot vouch for the hold of %s (no recent heartbeat): use answer()",
-                        request.id)  # fmt: skip
+                        entry.request.id)  # fmt: skip
             return False
         return True
 
-    def expire(self, request: PendingInput) -> None:
+    def expire(self, entry: Entry) -> None:
         """The request's deadline passed here (its timer): time it out, with the policy's
         default answer if it has one."""
-        reason = timeout_message(request._timer_seconds, request.tool_name)
-        result = self._checks.default_answer(request)
-        self.settle(request, RequestStatus.TIMED_OUT, result=result, reason=reason)
+        reason = timeout_message(entry.seconds, entry.request.tool_name)
+        result = self._checks.default_answer(entry.request)
+        self.settle(entry, RequestStatus.TIMED_OUT, result=result, reason=reason)
 
     async def expire_record(self, record: PendingInput) -> None:
         """See `HumanInputHandler.expire_record`."""
         reason = timeout_message(record.lifetime_seconds or 0.0, record.tool_name)
         result = self._checks.default_answer(record)
-        request = self._active.get(record.id)
-        if request is None:  # held nowhere here: its row decides (a live holder's, its timer)
-            request = record
-            request._flags = 0
-        claimed = self._claim(request, RequestStatus.TIMED_OUT, result, reason)
+        # Held nowhere here, its row decides (a live holder's request is left to its timer).
+        entry = self._active.get(record.id) or Entry(record)
+        claimed = self._claim(entry, RequestStatus.TIMED_OUT, result, reason)
         if isinstance(claimed, Settlement):
-            await self.record(request, claimed)
+            await self.record(entry, claimed)
 
     # -- step 1: the claim ------------------------------------------------------------------------
 
     def settle(
         self,
-        request: PendingInput,
+        entry: Entry,
         status: RequestStatus,
         *,
         result: str | None = None,
@@ -149,9 +143,9 @@ class Settler:
     ) -> bool:
         """Claim; with a store, step 2 runs as a task. True if this settle claimed the
         request (its outcome is the row's, written or handed over)."""
-        claimed = self._claim(request, status, result, reason, by, proposal=proposal)
+        claimed = self._claim(entry, status, result, reason, by, proposal=proposal)
         if isinstance(claimed, Settlement):
-            self._tasks.spawn(self.record(request, claimed))
+            self._tasks.spawn(self.record(entry, claimed))
             return True
         return claimed
 
@@ -167,27 +161,25 @@ class Settler:
     ) -> bool:
         """Claim, validate and record; True once recorded as this settle. A person's answer
         (`by`) the store never took raises StoreUnavailableError, the request left open."""
-        request = self._active.get(pending_id)
-        if request is None and self._worker.store is not None:
-            record = (
-                known if known is not None else await self._worker.store.get_request(pending_id)
-            )
-            request = self._active.get(pending_id)  # a wait() may have loaded it meanwhile
-            if request is None and record is not None and record.status is PENDING:
-                request = record  # held nowhere here: settled by a proposal, the row decides
-                request._flags = FOREIGN
-        if request is None or request.status is not PENDING or request._flags & CLAIMED:
+        entry = self._active.get(pending_id)
+        store = self._worker.store
+        if entry is None and store is not None:
+            record = known if known is not None else await store.get_request(pending_id)
+            entry = self._active.get(pending_id)  # a wait() may have loaded it meanwhile
+            if entry is None and record is not None and record.status is PENDING:
+                entry = Entry(record, FOREIGN)  # held nowhere here: a proposal, the row decides
+        if entry is None or entry.request.status is not PENDING or entry.flags & CLAIMED:
             return False
         if result is not None:
-            result = self._checks.validated(request, result)
-        claimed = self._claim(request, status, result, reason, by, by_detail)
+            result = self._checks.validated(entry.request, result)
+        claimed = self._claim(entry, status, result, reason, by, by_detail)
         if isinstance(claimed, Settlement):
-            return await self.record(request, claimed, must_record=by is not None)
+            return await self.record(entry, claimed, must_record=by is not None)
         return claimed
 
     def _claim(
         self,
-        request: PendingInput,
+        entry: Entry,
         status: RequestStatus,
         result: str | None,
         reason: str | None,
@@ -197,7 +189,8 @@ class Settler:
     ) -> Settlement | bool:
         """False if another settle came first; True once settled in memory (no store: the
         claim is the settle); else the claimed settlement, for step 2 to record."""
-        if request.status is not PENDING or request._flags & CLAIMED:
+        request = entry.request
+        if request.status is not PENDING or entry.flags & CLAIMED:
             return False
         if self._worker.store is None:
             # In memory the claim is the settle: written on the request directly (a Settlement
@@ -207,9 +200,9 @@ class Settler:
             request.reason = reason
             request.settled_by = by
             request.settled_at = datetime.now(UTC)
-            self.settled(request)
+            self.settled(entry)
             return True
-        request._flags |= CLAIMED
+        entry.flags |= CLAIMED
         return self._worker.settlement(
             request.id, status, result, reason, by, proposal=proposal, by_detail=by_detail
         )
@@ -217,7 +210,7 @@ class Settler:
     # -- step 2: the record -----------------------------------------------------------------------
 
     async def record(
-        self, request: PendingInput, settlement: Settlement, *, must_record: bool = False
+        self, entry: Entry, settlement: Settlement, *, must_record: bool = False
     ) -> bool:
         """Write a claimed settle, then apply what the row says. True if it won.
 
@@ -228,49 +221,51 @@ class Settler:
         """
         store = self._worker.store
         assert store is not None
-        if request._flags & FOREIGN:
-            return await self._through_holder(request, settlement, must_record)
+        if entry.flags & FOREIGN:
+            return await self._through_holder(entry, settlement, must_record)
         won = await _with_retries(lambda: store.settle(settlement))
         if won is None and must_record:
-            request._flags &= ~CLAIMED
-            raise StoreUnavailableError(f"could not record the answer to {request.id}")
+            entry.flags &= ~CLAIMED
+            raise StoreUnavailableError(f"could not record the answer to {settlement.request_id}")
         if won is None:
             log.error("could not record %s of %s; applied in memory only",
-                      settlement.status, request.id)  # fmt: skip
-            self.apply(request, settlement)
+                      settlement.status, settlement.request_id)  # fmt: skip
+            self.apply(entry, settlement)
             return True
         if won:
-            self.apply_written(request, settlement)
+            self.apply_written(entry, settlement)
             return True
-        return await self._lost(request, settlement)
+        return await self._lost(entry, settlement)
 
-    async def _lost(self, request: PendingInput, settlement: Settlement) -> bool:
+    async def _lost(self, entry: Entry, settlement: Settlement) -> bool:
         """The compare-and-set refused this settle: follow the row."""
         store = self._worker.store
         assert store is not None
-        record = await store.get_request(request.id)
+        record = await store.get_request(settlement.request_id)
         if record is not None and record.status is not PENDING:
-            self.apply(request, record, tell=False)  # the winner told the observers
+            self.apply(entry, record, tell=False)  # the winner told the observers
             return False
-        if record is not None and not self._held_here(request):
-            request._flags &= ~CLAIMED  # held nowhere here: its live holder decides it
+        if record is not None and not self._held_here(entry):
+            entry.flags &= ~CLAIMED  # held nowhere here: its live holder decides it
             return False
         if record is not None:  # our hold lapsed and another worker holds it now
-            self._worker.mark(request, held=False)
-            return await self._through_holder(request, settlement)
+            self._worker.mark(entry, held=False)
+            return await self._through_holder(entry, settlement)
         # No row (the store came after the request): settle here rather than leave the request
         # claimed, unanswerable and its waiters blocked for good.
-        log.error("no row for %s; applied %s in memory only", request.id, settlement.status)
-        self.apply(request, settlement)
+        log.error("no row for %s; applied %s in memory only",
+                  settlement.request_id, settlement.status)  # fmt: skip
+        self.apply(entry, settlement)
         return True
 
     async def _through_holder(
-        self, request: PendingInput, settlement: Settlement, must_record: bool = False
+        self, entry: Entry, settlement: Settlement, must_record: bool = False
     ) -> bool:
         """A settle of a request another worker holds (or none here): propose it, apply the
         outcome. True if the proposal won."""
+        request_id = settlement.request_id
         proposal = self._worker.settlement(
-            request.id, settlement.status, settlement.result, settlement.reason,
+            request_id, settlement.status, settlement.result, settlement.reason,
             settlement.by, settlement.at, proposal=secrets.token_hex(8),
             by_detail=settlement.by_detail,
         )  # fmt: skip
@@ -278,75 +273,74 @@ class Settler:
         assert store is not None
         try:
             won, here = await self.proposals.offer(proposal)
-            record = None if won else await store.get_request(request.id)
+            record = None if won else await store.get_request(request_id)
         except Exception as err:
-            if not self._held_here(request):
+            if not self._held_here(entry):
                 raise  # nothing here waits on it: the caller hears the store failed
             if must_record:
-                request._flags &= ~CLAIMED
-                raise StoreUnavailableError(f"could not record the answer to {request.id}") from err
+                entry.flags &= ~CLAIMED
+                raise StoreUnavailableError(f"could not record the answer to {request_id}") from err
             log.exception("could not hand %s of %s over; applied in memory only",
-                          settlement.status, request.id)  # fmt: skip
-            self.apply(request, settlement)
+                          settlement.status, request_id)  # fmt: skip
+            self.apply(entry, settlement)
             return True
         if won:
             if here:
-                self.apply_written(request, proposal)
+                self.apply_written(entry, proposal)
             else:
-                self.apply(request, proposal, tell=False)
+                self.apply(entry, proposal, tell=False)
         elif record is not None and record.status is not PENDING:
-            self.apply(request, record, tell=False)
-        elif self._held_here(request):  # refused, yet no settled row: do not leave it claimed
+            self.apply(entry, record, tell=False)
+        elif self._held_here(entry):  # refused, yet no settled row: do not leave it claimed
             log.error("no settled row for %s; applied %s in memory only",
-                      request.id, settlement.status)  # fmt: skip
-            self.apply(request, settlement)
+                      request_id, settlement.status)  # fmt: skip
+            self.apply(entry, settlement)
         return won
 
     # -- steps 3 and 4: apply, tell ---------------------------------------------------------------
 
-    def apply(
-        self, request: PendingInput, source: Settlement | PendingInput, *, tell: bool = True
-    ) -> None:
+    def apply(self, entry: Entry, source: Settlement | PendingInput, *, tell: bool = True) -> None:
         """Write the outcome on the request, then `settled` (unless it settled already)."""
+        request = entry.request
         if request.status is not PENDING:
             return
         copy_settled(request, source)
-        self.settled(request, tell)
+        self.settled(entry, tell)
         loaded = self._active.get(request.id)
-        if loaded is not None and loaded is not request:  # a record held nowhere here, while
+        if loaded is not None and loaded is not entry:  # a record held nowhere here, while
             self._tasks.spawn(self.follow(request.id))  # a wait() loaded it: wake that one
 
-    def apply_written(self, request: PendingInput, source: Settlement | PendingInput) -> None:
+    def apply_written(self, entry: Entry, source: Settlement | PendingInput) -> None:
         """Apply a settle this worker wrote, and tell the observers: the writer tells them,
         also when its own NOTIFY was followed first and applied the row (untold, as another
         worker's), which a busy event loop can do before the write's reply is read."""
-        if request.status is PENDING:
-            self.apply(request, source)
-        elif request._flags & UNTOLD:
-            request._flags &= ~UNTOLD
-            self._observers.notify(request)
+        if entry.request.status is PENDING:
+            self.apply(entry, source)
+        elif entry.flags & UNTOLD:
+            entry.flags &= ~UNTOLD
+            self._observers.notify(entry.request)
 
-    def settled(self, request: PendingInput, tell: bool = True) -> None:
+    def settled(self, entry: Entry, tell: bool = True) -> None:
         """The outcome is on the request: wake its waiters, retain it, tell the observers
         (or, if `tell` is False, mark it UNTOLD: another worker told them)."""
-        if request._flags & HELD:
+        if entry.flags & HELD:
             self._worker.holding -= 1
-        request._flags = 0 if tell else UNTOLD
-        disarm(request)
-        waiters, request._waiters = request._waiters, None
+        entry.flags = 0 if tell else UNTOLD
+        disarm(entry)
+        waiters, entry.waiters = entry.waiters, None
         if isinstance(waiters, list):
             for waiter in waiters:
-                waiter._wake()
+                waiter.wake()
         elif waiters is not None:
-            waiters._wake()
-        self._ledger.retain(request)
+            waiters.wake()
+        self._ledger.retain(entry.request)
         if tell:
-            self._observers.notify(request)
+            self._observers.notify(entry.request)
 
-    def _held_here(self, request: PendingInput) -> bool:
+    def _held_here(self, entry: Entry) -> bool:
         """Whether the request is in memory here (active, or waited on after a release),
         rather than a record only the store knows, settled in passing."""
-        return request._waiters is not None or self._active.get(request.id) is request
+        return entry.waiters is not None or self._active.get(entry.request.id) is entry
 
     # -- what another process did ----------------------------------------------------------------
 
@@ -355,23 +349,23 @@ class Settler:
         apply the first proposal waiting (through the claim); else take up the outcome
         another worker recorded (it told the observers)."""
         self.proposals.heard(request_id)
-        request = self._active.get(request_id)
+        entry = self._active.get(request_id)
         store = self._worker.store
-        if request is None or request.status is not PENDING or store is None:
+        if entry is None or entry.request.status is not PENDING or store is None:
             return
-        if request._flags & HELD:
-            if request._flags & CLAIMED:
+        if entry.flags & HELD:
+            if entry.flags & CLAIMED:
                 return  # being settled here: its write refuses every proposal
             proposals = await store.proposals(request_id)
             if proposals:
                 first = proposals[0]
-                self.settle(request, first.status, result=first.result, reason=first.reason,
+                self.settle(entry, first.status, result=first.result, reason=first.reason,
                             by=first.by, proposal=first.proposal)  # fmt: skip
             if proposals is not None:
                 return
         record = await store.get_request(request_id)
         if record is not None and record.status is not PENDING:
-            self.apply(request, record, tell=False)
+            self.apply(entry, record, tell=False)
 
 
 async def _with_retries(call: Callable[[], Awaitable[bool]], attempts: int = 5) -> bool | None:

@@ -5,7 +5,7 @@ an `asyncio.Future` (≈ 145 B) through the future's iterator (40 B). `Wait` is 
 slotted object (≈ 110 B): it is the coroutine the caller awaits or makes a task of, and while
 it blocks it is the future-like object its task waits on (the protocol asyncio's Task speaks:
 `_asyncio_future_blocking`, `_loop`, `add_done_callback`, `cancel`, `result`). The request's
-settle wakes it (`_wake`); a cancelled task cancels it, and the cancellation thrown back in
+settle wakes it (`wake`); a cancelled task cancels it, and the cancellation thrown back in
 withdraws it from the request, as the `except CancelledError` of the async def did.
 
 It behaves as the async def did: nothing runs until it is first awaited or stepped, it returns
@@ -22,6 +22,7 @@ from contextvars import Context
 from types import TracebackType
 from typing import Any, Protocol
 
+from bot.human_input.ledger import Entry
 from bot.human_input.snapshots import outcome
 from bot.records import PendingInput, RequestStatus
 
@@ -31,7 +32,7 @@ class WaitRoom(Protocol):
     declared here so the two modules do not import each other."""
 
     @property
-    def active(self) -> Mapping[str, PendingInput]: ...
+    def active(self) -> Mapping[str, Entry]: ...
 
     @property
     def settled(self) -> Mapping[str, PendingInput]: ...
@@ -42,12 +43,12 @@ class WaitRoom(Protocol):
     async def wait_stored(self, pending_id: str, timeout: float) -> str: ...
 
     def add(
-        self, request: PendingInput, timeout: float, waiter: Wait, loop: asyncio.AbstractEventLoop
+        self, entry: Entry, timeout: float, waiter: Wait, loop: asyncio.AbstractEventLoop
     ) -> None: ...
 
-    def withdraw(self, request: PendingInput, waiter: Wait) -> None: ...
+    def withdraw(self, entry: Entry, waiter: Wait | None) -> None: ...
 
-    def retire(self, request: PendingInput) -> None: ...
+    def retire(self, entry: Entry) -> None: ...
 
 
 # Its states: not yet stepped; blocked on its request; woken by the settle; its task was
@@ -63,25 +64,26 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         "_callback",
         "_cancel_message",
         "_context",
+        "_entry",
         "_inner",
         "_loop",
-        "_request",
         "_state",
         "_timeout",
         "_waiters",
     )
 
-    def __init__(self, waiters: WaitRoom, key: str | PendingInput, timeout: float) -> None:
-        """`key`: the request's id, or the request (once read from the store)."""
+    def __init__(self, waiters: WaitRoom, key: str | Entry | PendingInput, timeout: float) -> None:
+        """`key`: the request's id, or its entry (or its settled record) once read from the
+        store."""
         self._waiters = waiters
-        # The id (or the request) until it starts; the store's coroutine while it runs that.
-        self._inner: str | PendingInput | Coroutine[Any, Any, str] | None = key
+        # The key until it starts; the store's coroutine while it runs that.
+        self._inner: str | Entry | PendingInput | Coroutine[Any, Any, str] | None = key
         self._timeout = timeout
         self._state = NEW
         # None until it blocks: asyncio.isfuture() must not take a wait() for a future, or
         # ensure_future() and gather() would await it instead of running it.
         self._asyncio_future_blocking: bool | None = None
-        self._request: PendingInput  # while it blocks: a finished one keeps nothing of it
+        self._entry: Entry  # while it blocks: a finished one keeps nothing of it
         self._loop: asyncio.AbstractEventLoop
         self._callback: Callable[[Wait], object] | None
         self._context: Context | None
@@ -95,11 +97,11 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
     def __next__(self) -> Any:
         state = self._state
         if state == WOKEN:
-            request = self._request
-            del self._request
+            entry = self._entry
+            del self._entry
             self._state = DONE
-            self._waiters.retire(request)
-            raise StopIteration(outcome(request))
+            self._waiters.retire(entry)
+            raise StopIteration(outcome(entry.request))
         if state == NEW:
             return self._start()
         if state == DELEGATING:
@@ -135,11 +137,11 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             return self._delegate(None, error)
         self._state = DONE
         if state in (BLOCKED, WOKEN, CANCELLED):
-            request = self._request
-            del self._request
+            entry = self._entry
+            del self._entry
             if isinstance(error, asyncio.CancelledError):
                 # The waiting task was cancelled: this waiter goes (the last one withdraws it).
-                self._waiters.withdraw(request, self)
+                self._waiters.withdraw(entry, self)
         raise error
 
     def close(self) -> None:
@@ -155,10 +157,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
     def _start(self) -> Any:
         waiters = self._waiters
         key, self._inner = self._inner, None
-        if isinstance(key, PendingInput):
-            request = key
-        else:
-            assert isinstance(key, str)
+        if isinstance(key, str):
             found = waiters.active.get(key) or waiters.settled.get(key)
             if found is None and waiters.store is not None:
                 # Only the store may know it: reading it is awaited, so an ordinary coroutine
@@ -169,14 +168,19 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
             if found is None:
                 self._state = DONE
                 raise ValueError(f"Unknown human input request: {key}")
-            request = found
-        if request.status is not RequestStatus.PENDING:
+            key = found
+        if isinstance(key, PendingInput):  # a retained outcome: nothing to block on
             self._state = DONE
-            waiters.retire(request)
-            raise StopIteration(outcome(request))
+            raise StopIteration(outcome(key))
+        assert isinstance(key, Entry)
+        entry = key
+        if entry.request.status is not RequestStatus.PENDING:
+            self._state = DONE
+            waiters.retire(entry)
+            raise StopIteration(outcome(entry.request))
         loop = asyncio.get_running_loop()
-        waiters.add(request, self._timeout, self, loop)
-        self._request = request
+        waiters.add(entry, self._timeout, self, loop)
+        self._entry = entry
         self._loop = loop
         self._callback = None
         self._context = None
@@ -207,7 +211,7 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
         self._callback = callback
         self._context = context
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         """Its request settled: the task runs again, and returns (or raises) its outcome."""
         if self._state == BLOCKED:
             self._state = WOKEN

@@ -13,15 +13,14 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from bot.human_input.deadlines import Deadlines
 from bot.human_input.holding import Holding
-from bot.human_input.ledger import Ledger
+from bot.human_input.ledger import FOREIGN, Deadlines, Entry, Ledger
 from bot.human_input.ports import HandlerStore
 from bot.human_input.settler import Settler
 from bot.human_input.tasks import Tasks
 from bot.human_input.waiter import Wait
 from bot.human_input.worker import Worker
-from bot.records import FOREIGN, PendingInput, RequestStatus
+from bot.records import PendingInput, RequestStatus
 
 
 class Waiters:
@@ -41,7 +40,7 @@ class Waiters:
         # What a wait() reads and calls of the ledger, without a hop through it.
         self.active = ledger.active
         self.settled = ledger.settled
-        self.retire: Callable[[PendingInput], None] = ledger.retire
+        self.retire: Callable[[Entry], None] = ledger.retire
         self._deadlines = deadlines
         self._settler = settler
         self._holding = holding
@@ -59,52 +58,60 @@ class Waiters:
 
     async def wait_stored(self, pending_id: str, timeout: float) -> str:
         """wait() for a request not in memory here: read from the store, then waited for."""
-        request = await self._load(pending_id)
-        if request is None:
+        try:
+            found = await self._load(pending_id)
+        except asyncio.CancelledError:
+            # Cut while it loaded the request: withdrawn as a wait cut once blocked would be.
+            entry = self.active.get(pending_id)
+            if entry is not None and entry.waiters is None:
+                self.withdraw(entry, None)
+            raise
+        if found is None:
             raise ValueError(f"Unknown human input request: {pending_id}")
-        # The request itself, not its id: a settled one is not in memory with retention 0.
-        answer: str = await Wait(self, request, timeout)
+        # The entry itself, not its id: a settled one is not in memory with retention 0.
+        answer: str = await Wait(self, found, timeout)
         return answer
 
-    def arm(self, request: PendingInput, seconds: float) -> None:
+    def arm(self, entry: Entry, seconds: float) -> None:
         """The request times out `seconds` from now (its timeout message names them)."""
-        request._timer_seconds = seconds
-        self._deadlines.arm(request, seconds)
+        entry.seconds = seconds
+        self._deadlines.arm(entry, seconds)
 
     def add(
-        self, request: PendingInput, timeout: float, waiter: Wait, loop: asyncio.AbstractEventLoop
+        self, entry: Entry, timeout: float, waiter: Wait, loop: asyncio.AbstractEventLoop
     ) -> None:
         """One more waiter; the request's deadline moves in to `timeout` if that is sooner."""
-        if request._timer is None or request._deadline > loop.time() + timeout:
-            self.arm(request, timeout)
-        waiters = request._waiters
+        if entry.queue is None or entry.deadline > loop.time() + timeout:
+            self.arm(entry, timeout)
+        waiters = entry.waiters
         if waiters is None:
-            request._waiters = waiter
+            entry.waiters = waiter
         elif isinstance(waiters, list):
             waiters.append(waiter)
         else:
-            request._waiters = [waiters, waiter]
+            entry.waiters = [waiters, waiter]
 
-    def withdraw(self, request: PendingInput, waiter: Wait) -> None:
-        """A cancelled wait(): the last waiter to go withdraws the request and retires it."""
-        waiters = request._waiters
+    def withdraw(self, entry: Entry, waiter: Wait | None) -> None:
+        """A cancelled wait() (None: cut before it blocked): the last waiter to go withdraws
+        the request and retires it."""
+        waiters = entry.waiters
         if waiters is waiter:
-            request._waiters = None
+            entry.waiters = None
         elif isinstance(waiters, list):
             if waiter in waiters:
                 waiters.remove(waiter)
             if not waiters:
-                request._waiters = None
-        if request._waiters is not None:
+                entry.waiters = None
+        if entry.waiters is not None:
             return
-        if request.status is RequestStatus.PENDING:
+        if entry.request.status is RequestStatus.PENDING:
             if self._suspended:
-                self._holding.release(request)
+                self._holding.release(entry)
                 return
-            self._settler.settle(request, RequestStatus.CANCELLED, reason="Human input withdrawn")
-        self._ledger.retire(request)
+            self._settler.settle(entry, RequestStatus.CANCELLED, reason="Human input withdrawn")
+        self._ledger.retire(entry)
 
-    async def _load(self, pending_id: str) -> PendingInput | None:
+    async def _load(self, pending_id: str) -> Entry | PendingInput | None:
         """Bring a request written by another process (or before a restart) into memory, and
         take its hold if no live worker has it."""
         store = self._worker.store
@@ -112,19 +119,19 @@ class Waiters:
         record = await store.get_request(pending_id)
         if record is None:
             return None
-        existing = self._ledger.find(pending_id)
+        existing = self.active.get(pending_id) or self.settled.get(pending_id)
         if existing is not None:  # loaded meanwhile by another caller
             return existing
         if record.status is not RequestStatus.PENDING:
             self._ledger.retain(record)
             return record
-        record._flags = FOREIGN  # until this worker is known to hold it
-        self.active[pending_id] = record
+        entry = Entry(record, FOREIGN)  # until this worker is known to hold it
+        self.active[pending_id] = entry
         remaining = (record.expires_at or datetime.now(UTC)) - datetime.now(UTC)
-        self.arm(record, max(remaining.total_seconds(), 0.0))
-        record._timer_seconds = record.lifetime_seconds or 0.0
-        await self._holding.take(record)
+        self.arm(entry, max(remaining.total_seconds(), 0.0))
+        entry.seconds = record.lifetime_seconds or 0.0
+        await self._holding.take(entry)
         # A settle by another worker that committed while we read the row notified before
         # the request was ours to wake: read it once more, behind that.
         self._tasks.spawn(self._settler.follow(pending_id))
-        return record
+        return entry

@@ -13,8 +13,9 @@ import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from bot.human_input.ledger import FOREIGN, HELD, Entry
 from bot.human_input.ports import HandlerStore
-from bot.records import FOREIGN, HELD, PendingInput, RequestStatus, Settlement
+from bot.records import RequestStatus, Settlement
 
 
 def worker_name() -> str:
@@ -43,14 +44,14 @@ class Worker:
         made before it stay in memory only, and settle there."""
         self.store = store
 
-    def mark(self, request: PendingInput, *, held: bool) -> None:
+    def mark(self, entry: Entry, *, held: bool) -> None:
         """Mark a pending request as held here (this worker decides it) or by another."""
-        if held and not request._flags & HELD:
+        if held and not entry.flags & HELD:
             self.holding += 1
-        elif not held and request._flags & HELD:
+        elif not held and entry.flags & HELD:
             self.holding -= 1
-        flags = request._flags & ~(HELD | FOREIGN)
-        request._flags = flags | (HELD if held else FOREIGN)
+        flags = entry.flags & ~(HELD | FOREIGN)
+        entry.flags = flags | (HELD if held else FOREIGN)
 
     def vouches(self) -> bool:
         """Whether the other workers surely see this one alive now (a recent heartbeat)."""
