@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.failures import RepeatedFailures
-from bot.human_input.worker import worker_name
+from bot.human_input.holding import worker_name
 from bot.records import RunRecord, StoreUnavailableError
 
 log = logging.getLogger(__name__)

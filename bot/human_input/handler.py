@@ -4,15 +4,16 @@ RoomKit's primitive (docs/architecture.md), built from parts, each a plain class
 needs when it is made (this constructor makes them, in an order where each needs only those
 before it):
 
-- `Ledger` (ledger.py): the active requests and the retained outcomes;
-- `Worker` (worker.py): this worker's name, its store, its hold; `Tasks` (tasks.py);
-- `Observers` (observers.py): the surfaces told of each transition;
-- `AnswerChecks` (checks.py): the tools' validators, the policy's default answer;
+- `Ledger`, `Entry`, `Deadlines` (ledger.py): the requests, each with the handler's own state
+  of it (one owner), the retained outcomes, the timers;
+- `Worker`, `Proposals`, `Holding` (holding.py): this worker, its store, the settles handed to
+  another worker, several workers on one database with the holder deciding;
+- `Observers`, `Tasks` (observers.py): the surfaces told of each transition, background work;
+- `RequestRules`, `AnswerChecks` (rules.py): the policy's rules, the tools' validators;
 - `Settler` (settler.py): the one transition out of pending, for every verb, in four steps
-  (claim, record, apply, tell); `Proposals` (proposals.py): settles handed to another worker;
-- `Holding` (holding.py): several workers on one database, the holder deciding;
-- `Deadlines` (ledger.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
-- `Scopes` (scopes.py): channels, notifiers, close; `Creator` (creator.py): create().
+  (claim, record, apply, tell);
+- `Wait`, `Waiters` (waiter.py): wait(); `Scopes`, `Creator` (creator.py): channels,
+  notifiers, close, and create().
 
 With a store attached, the database is the source of truth: every transition is a row before
 anyone is told. A policy's rules for requests come in as `RequestRules` (rules.py).
@@ -23,14 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from bot.human_input.checks import AnswerChecks
-from bot.human_input.creator import Creator, Poke
-from bot.human_input.holding import Holding
+from bot.human_input.creator import NOTIFIER_BUDGET_SECONDS, Creator, Poke, Scopes
+from bot.human_input.holding import HOLD_SECONDS, Holding, Worker
 from bot.human_input.ledger import Deadlines, Ledger
-from bot.human_input.observers import Observers
+from bot.human_input.observers import Observers, Tasks
 from bot.human_input.ports import HandlerStore
-from bot.human_input.rules import NO_RULES, RequestRules
-from bot.human_input.scopes import NOTIFIER_BUDGET_SECONDS, Scopes
+from bot.human_input.rules import NO_RULES, AnswerChecks, RequestRules
 from bot.human_input.settler import Settler
 from bot.human_input.snapshots import (
     AnswerValidator,
@@ -41,10 +40,7 @@ from bot.human_input.snapshots import (
     RequestUpdate,
     TallyView,
 )
-from bot.human_input.tasks import Tasks
-from bot.human_input.waiter import Wait
-from bot.human_input.waiters import Waiters
-from bot.human_input.worker import HOLD_SECONDS, Worker
+from bot.human_input.waiter import Wait, Waiters
 from bot.records import Origin, PendingInput, RequestStatus
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -77,13 +73,11 @@ class HumanInputHandler:
         self._observers = observers = Observers(tasks, rules.audience)
         self._checks = checks = AnswerChecks(rules.expiry_answer)
         self._settler = settler = Settler(worker, ledger, checks, observers, tasks)
-        self._holding = holding = Holding(worker, ledger, settler, tasks)
+        self._holding = holding = Holding(worker, ledger, settler.follow, tasks)
         self._deadlines = deadlines = Deadlines(settler.expire)
-        self._waiters = waiters = Waiters(worker, ledger, deadlines, settler, holding, tasks)
-        self._scopes = scopes = Scopes(ledger, settler, tasks, notifier_budget)
-        self._creator = Creator(
-            worker, ledger, scopes, holding, waiters, observers, rules, default_timeout
-        )
+        self._waiters = waiters = Waiters(ledger, deadlines, settler, holding, tasks)
+        self._scopes = scopes = Scopes(ledger, settler, observers, notifier_budget)
+        self._creator = Creator(holding, waiters, scopes, rules, default_timeout)
 
     # -- what it is attached to -----------------------------------------------------------------
 

@@ -27,34 +27,174 @@ Proposals reach the holder through PostgreSQL NOTIFY (the bridge calls `follow()
 there is no NOTIFY (SQLite), through the heartbeat, which returns the held requests that have
 proposals waiting.
 
-This module holds requests and beats (`Holding`); worker.py is the worker's hold as the other
-parts read it, proposals.py the settles handed over, settler.py the holder applying them.
+This module is this worker as the others see it (`Worker`: its name, its store, how many
+requests it holds, until when it is surely alive), the settles it hands over (`Proposals`), and
+its holds and heartbeat (`Holding`); settler.py is the holder applying what it is handed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from bot.failures import RepeatedFailures
 from bot.human_input.ledger import FOREIGN, HELD, Entry, Ledger, disarm
+from bot.human_input.observers import Tasks
 from bot.human_input.ports import HandlerStore
-from bot.human_input.settler import Settler
-from bot.human_input.tasks import Tasks
-from bot.human_input.worker import Worker
-from bot.records import RequestStatus, StoreClosedError, StoreUnavailableError
+from bot.records import (
+    Decision,
+    RequestStatus,
+    Settlement,
+    StoreClosedError,
+    StoreUnavailableError,
+)
 
 log = logging.getLogger("bot.human_input")
+
+
+def worker_name() -> str:
+    """Unique per process: host, pid and a random part (pids are reused after restarts)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+# How long other workers wait for a silent holder before settling its requests themselves.
+HOLD_SECONDS = 4.0
+
+
+class Worker:
+    """One worker's identity and hold: what every part settling or holding requests reads."""
+
+    def __init__(
+        self, worker_id: str | None, hold_seconds: float, store: HandlerStore | None
+    ) -> None:
+        self.id = worker_id or worker_name()
+        self.hold_seconds = hold_seconds
+        self.store = store
+        self.holding = 0  # pending requests held here: the heartbeat runs while there are any
+        self.alive_until = 0.0
+
+    def attach(self, store: HandlerStore) -> None:
+        """A store for a worker made without one (a Bridge adopting the handler): requests
+        made before it stay in memory only, and settle there."""
+        self.store = store
+
+    def mark(self, entry: Entry, *, held: bool) -> None:
+        """Mark a pending request as held here (this worker decides it) or by another."""
+        if held and not entry.flags & HELD:
+            self.holding += 1
+        elif not held and entry.flags & HELD:
+            self.holding -= 1
+        flags = entry.flags & ~(HELD | FOREIGN)
+        entry.flags = flags | (HELD if held else FOREIGN)
+
+    def vouches(self) -> bool:
+        """Whether the other workers surely see this one alive now (a recent heartbeat)."""
+        return asyncio.get_running_loop().time() < self.alive_until
+
+    def settlement(
+        self,
+        request_id: str,
+        status: RequestStatus,
+        result: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+        at: datetime | None = None,
+        proposal: str | None = None,
+        by_detail: Mapping[str, str] | None = None,
+    ) -> Settlement:
+        """The settle this worker asks for (now, unless `at`)."""
+        return Settlement(
+            request_id, status, at or datetime.now(UTC), result, reason, by,
+            self.id, proposal, by_detail,
+        )  # fmt: skip
+
+
+# -- settles handed over ---------------------------------------------------------------------------
+# Settles of requests another worker holds: handed to the holder as proposals.
+#
+# A proposal is written beside the request and NOTIFYed; the holder applies it through the same
+# claim as its own settles, so it wins only if nothing came first (bot/human_input/holding.py).
+# The proposer waits for the decision, woken by `heard` (a NOTIFY) or polling.
+
+FIRST_POLL_SECONDS = 0.01
+MAX_POLL_SECONDS = 0.25
+
+
+class Proposals:
+    """This worker's proposals to other workers' requests, and the proposers waiting here."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+        self._listeners: dict[str, list[asyncio.Future[None]]] = {}
+
+    async def offer(self, proposal: Settlement) -> tuple[bool, bool]:
+        """Settle a request this worker does not hold: (won, and whether it was written here
+        rather than by the holder, which then told the observers)."""
+        store = self._store()
+        direct = await store.propose(proposal)
+        if direct is not None:
+            return direct, direct
+        delay = FIRST_POLL_SECONDS
+        while True:
+            await self._hear(proposal.request_id, delay)
+            decision = await store.decision(proposal)
+            if decision is Decision.ACCEPTED:
+                return True, False
+            if decision is Decision.REFUSED:
+                return False, False
+            if decision is Decision.ORPHANED:  # its holder is gone: settle it ourselves
+                if await store.settle(proposal):
+                    return True, True
+                continue
+            delay = min(delay * 2, MAX_POLL_SECONDS)
+
+    def heard(self, request_id: str) -> None:
+        """Something happened to the request in another process: wake its proposers here."""
+        for heard in self._listeners.pop(request_id, ()):
+            if not heard.done():
+                heard.set_result(None)
+
+    async def _hear(self, request_id: str, seconds: float) -> None:
+        """Sleep until `heard(request_id)` or `seconds` pass."""
+        heard: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        listeners = self._listeners.setdefault(request_id, [])
+        listeners.append(heard)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await heard
+        finally:
+            if heard in listeners:
+                listeners.remove(heard)
+            if not listeners and self._listeners.get(request_id) is listeners:
+                del self._listeners[request_id]
+
+    def _store(self) -> HandlerStore:
+        store = self._worker.store
+        assert store is not None, "proposals are a store's"
+        return store
 
 
 class Holding:
     """Takes and lets go of requests' holds, and beats while this worker holds any."""
 
-    def __init__(self, worker: Worker, ledger: Ledger, settler: Settler, tasks: Tasks) -> None:
-        self._worker = worker
+    def __init__(
+        self,
+        worker: Worker,
+        ledger: Ledger,
+        follow: Callable[[str], Awaitable[None]],
+        tasks: Tasks,
+    ) -> None:
+        """`follow(request_id)`: the holder applying the proposals waiting on a request."""
+        self.worker = worker
         self._ledger = ledger
-        self._settler = settler
+        self._follow = follow
         self._tasks = tasks
         self._beater: asyncio.Task[None] | None = None
         # The heartbeat fails every beat while the database cannot be written: one line.
@@ -62,7 +202,7 @@ class Holding:
 
     def hold(self, entry: Entry) -> None:
         """This worker holds the request (it created it, or took it): it decides its settles."""
-        self._worker.mark(entry, held=True)
+        self.worker.mark(entry, held=True)
         if self._beater is None:
             self._beater = asyncio.ensure_future(self._beat_forever())
 
@@ -71,7 +211,7 @@ class Holding:
         store = self._store()
         if not await self.ensure_alive():
             return
-        taken = await store.hold(entry.request.id, self._worker.id)
+        taken = await store.hold(entry.request.id, self.worker.id)
         if taken and entry.request.status is RequestStatus.PENDING and entry.flags & FOREIGN:
             self.hold(entry)
 
@@ -81,10 +221,10 @@ class Holding:
         disarm(entry)
         request_id = entry.request.id
         self._ledger.active.pop(request_id, None)
-        store = self._worker.store
+        store = self.worker.store
         if entry.flags & HELD and store is not None:
-            self._worker.mark(entry, held=False)
-            self._tasks.spawn(store.unhold(request_id, self._worker.id))
+            self.worker.mark(entry, held=False)
+            self._tasks.spawn(store.unhold(request_id, self.worker.id))
 
     def stop(self) -> None:
         if self._beater is not None:
@@ -93,7 +233,7 @@ class Holding:
     async def ensure_alive(self) -> bool:
         """Make sure the other workers see this worker alive before it holds a request (beat
         now unless a recent beat covers it). False if the heartbeat could not be written."""
-        worker = self._worker
+        worker = self.worker
         if asyncio.get_running_loop().time() < worker.alive_until - worker.hold_seconds / 4:
             return True
         try:
@@ -107,7 +247,7 @@ class Holding:
         return True
 
     async def _beat(self) -> None:
-        store, worker = self._store(), self._worker
+        store, worker = self._store(), self.worker
         start = asyncio.get_running_loop().time()
         until = datetime.now(UTC) + timedelta(seconds=worker.hold_seconds)
         held = await store.beat(worker.id, until)
@@ -115,7 +255,7 @@ class Holding:
         for request_id in held:  # requests held here with proposals waiting
             entry = self._ledger.active.get(request_id)
             if entry is not None and entry.flags & HELD:
-                self._tasks.spawn(self._settler.follow(request_id))
+                self._tasks.spawn(self._follow(request_id))
             elif entry is None or entry.request.status is not RequestStatus.PENDING:
                 # Held here, yet not decided here any more: give it back to the proposers.
                 self._tasks.spawn(store.unhold(request_id, worker.id))
@@ -124,8 +264,8 @@ class Holding:
         """Beat every `hold_seconds / 4` while this worker holds a pending request."""
         try:
             while True:
-                await asyncio.sleep(self._worker.hold_seconds / 4)
-                if self._worker.holding <= 0 or self._worker.store is None:
+                await asyncio.sleep(self.worker.hold_seconds / 4)
+                if self.worker.holding <= 0 or self.worker.store is None:
                     return
                 try:
                     await self._beat()
@@ -135,11 +275,11 @@ class Holding:
                 except StoreUnavailableError as err:
                     self._failures.failed("the heartbeat", err)
                 except Exception:
-                    log.warning("heartbeat of %s failed", self._worker.id, exc_info=True)
+                    log.warning("heartbeat of %s failed", self.worker.id, exc_info=True)
         finally:
             self._beater = None
 
     def _store(self) -> HandlerStore:
-        store = self._worker.store
+        store = self.worker.store
         assert store is not None, "holds are a store's"
         return store

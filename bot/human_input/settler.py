@@ -28,13 +28,11 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 
-from bot.human_input.checks import AnswerChecks
+from bot.human_input.holding import Proposals, Worker
 from bot.human_input.ledger import CLAIMED, FOREIGN, HELD, UNTOLD, Entry, Ledger, disarm
-from bot.human_input.observers import Observers
-from bot.human_input.proposals import Proposals
+from bot.human_input.observers import Observers, Tasks
+from bot.human_input.rules import AnswerChecks
 from bot.human_input.snapshots import timeout_message
-from bot.human_input.tasks import Tasks
-from bot.human_input.worker import Worker
 from bot.records import (
     PendingInput,
     RequestStatus,
