@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,6 +148,32 @@ class Scopes:
         return True
 
 
+class RequestIds:
+    """New request ids: 24 hex digits from the OS's CSPRNG, as `secrets.token_hex(12)` makes
+    them, 128 at a time rather than with a system call per request (a large part of
+    a create() in memory, bench/human_input_bench.py --profile). A forked child starts afresh."""
+
+    SIZE = 24  # hex digits
+
+    def __init__(self) -> None:
+        self._hex = ""
+        self._at = 0
+
+    def next(self) -> str:
+        at = self._at
+        if at >= len(self._hex):
+            self._hex, at = os.urandom(self.SIZE * 64).hex(), 0
+        self._at = at + self.SIZE
+        return self._hex[at : at + self.SIZE]
+
+    def forget(self) -> None:
+        self._hex, self._at = "", 0
+
+
+IDS = RequestIds()
+os.register_at_fork(after_in_child=IDS.forget)
+
+
 Poke = Callable[[datetime], None]
 """A durable timer told of a time a new request falls due (its deadline, an escalation step)."""
 
@@ -195,7 +222,7 @@ class Creator:
         ruled = rule(tool_name, arguments) if rule is not None else None
         lifetime = ruled if ruled is not None else self._timeout if timeout is None else timeout
         request = PendingInput(
-            id=request_id or secrets.token_hex(12),
+            id=request_id or IDS.next(),
             tool_name=tool_name,
             arguments=arguments,
             room_id=room_id,
