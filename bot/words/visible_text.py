@@ -47,11 +47,13 @@ def visible_values(value: Any) -> Any:
     if isinstance(value, str):
         return visible(value)
     if isinstance(value, dict):
-        if all(visible_values(k) is k and visible_values(v) is v for k, v in value.items()):
-            return value
-        return {visible_values(k): visible_values(v) for k, v in value.items()}
+        for k, v in value.items():
+            if visible_values(k) is not k or visible_values(v) is not v:
+                return {visible_values(k): visible_values(v) for k, v in value.items()}
+        return value
     if isinstance(value, list):
-        if all(visible_values(item) is item for item in value):
-            return value
-        return [visible_values(item) for item in value]
+        for item in value:
+            if visible_values(item) is not item:
+                return [visible_values(item) for item in value]
+        return value
     return value
