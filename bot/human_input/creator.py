@@ -196,6 +196,7 @@ class Creator:
         self._waiters = waiters
         self._rules = rules
         self._timeout = default_timeout
+        self._last = (0.0, timedelta(0))
         self.deadline_pokes: list[Poke] = []
         self.escalation_pokes: list[Poke] = []
 
@@ -232,7 +233,7 @@ class Creator:
             created_at=now,
             actor_id=actor_id if actor_id is not None else current_tool_actor_id(),
             channel_type=channel_type,
-            expires_at=now + timedelta(seconds=lifetime),
+            expires_at=now + self._lifetime(lifetime),
             origin=origin if origin is not None else current_origin(),
         )
         if self._rules.escalation_start is not None:
@@ -246,6 +247,14 @@ class Creator:
             self._poke(request)
         self._scopes.announce(request)
         return request
+
+    def _lifetime(self, seconds: float) -> timedelta:
+        """`seconds` as a timedelta, kept for the next request (most share one lifetime; making
+        one was a tenth of a create). One only: a caller's timeouts cannot grow a cache."""
+        last = self._last
+        if last[0] != seconds:
+            last = self._last = (seconds, timedelta(seconds=seconds))
+        return last[1]
 
     def _escalate(self, request: PendingInput, lifetime: float) -> None:
         """Its first escalation step's time, if its policy rule has one before the deadline."""

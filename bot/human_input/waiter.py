@@ -146,36 +146,40 @@ class Wait(Generator[Any, None, str], Coroutine[Any, Any, str]):
     def _start(self) -> Any:
         waiters = self._waiters
         key, self._inner = self._inner, None
-        if isinstance(key, str):
-            found = waiters.active.get(key) or waiters.settled.get(key)
+        found = waiters.active.get(key) if type(key) is str else key
+        if type(found) is not Entry:  # retained, only the store's, or unknown: not blocking
+            return self._start_without_entry(key, found)
+        request = found.request
+        if request.status is not RequestStatus.PENDING:
+            self._state = DONE
+            waiters.retire(found)
+            raise StopIteration(outcome(request))
+        loop = asyncio.get_running_loop()
+        waiters.add(found, self._timeout, self, loop)
+        self._entry = found
+        self._loop = loop
+        self._callback = None
+        self._context = None
+        self._state = BLOCKED
+        self._asyncio_future_blocking = True
+        return self  # to the task: it waits on this until `wake`
+
+    def _start_without_entry(self, key: object, found: object) -> Any:
+        """A request not active here: its retained outcome, else the store's request, else
+        ValueError."""
+        waiters = self._waiters
+        if type(key) is str:
+            found = waiters.settled.get(key)
             if found is None and waiters.store is not None:
                 # Only the store may know it: reading it is awaited, so an ordinary coroutine
                 # does that, and this one passes every step to it.
                 self._inner = waiters.wait_stored(key, self._timeout)
                 self._state = DELEGATING
                 return self._delegate(None, None)
-            if found is None:
-                self._state = DONE
-                raise ValueError(f"Unknown human input request: {key}")
-            key = found
-        if isinstance(key, PendingInput):  # a retained outcome: nothing to block on
-            self._state = DONE
-            raise StopIteration(outcome(key))
-        assert isinstance(key, Entry)
-        entry = key
-        if entry.request.status is not RequestStatus.PENDING:
-            self._state = DONE
-            waiters.retire(entry)
-            raise StopIteration(outcome(entry.request))
-        loop = asyncio.get_running_loop()
-        waiters.add(entry, self._timeout, self, loop)
-        self._entry = entry
-        self._loop = loop
-        self._callback = None
-        self._context = None
-        self._state = BLOCKED
-        self._asyncio_future_blocking = True
-        return self  # to the task: it waits on this until `_wake`
+        self._state = DONE
+        if isinstance(found, PendingInput):  # a retained outcome: nothing to block on
+            raise StopIteration(outcome(found))
+        raise ValueError(f"Unknown human input request: {key}")
 
     def _delegate(self, value: Any, error: BaseException | None) -> Any:
         inner = self._inner

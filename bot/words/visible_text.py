@@ -48,9 +48,14 @@ def visible_values(value: Any) -> Any:
         return visible(value)
     if isinstance(value, dict):
         for k, v in value.items():
-            if visible_values(k) is not k or visible_values(v) is not v:
-                return {visible_values(k): visible_values(v) for k, v in value.items()}
-        return value
+            # A printable str needs nothing (the usual key and value): no call for it.
+            if not (k.__class__ is str and k.isprintable()) and visible_values(k) is not k:
+                break
+            if not (v.__class__ is str and v.isprintable()) and visible_values(v) is not v:
+                break
+        else:
+            return value
+        return {visible_values(k): visible_values(v) for k, v in value.items()}
     if isinstance(value, list):
         for item in value:
             if visible_values(item) is not item:
