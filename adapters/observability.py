@@ -13,7 +13,7 @@ import aiohttp
 
 from adapters.settings import Settings
 from adapters.tracing import Tracing, tracing_from_environment
-from bot.human_input.worker import worker_name
+from bot.human_input.holding import worker_name
 
 if TYPE_CHECKING:
     from adapters.metrics import Metrics

@@ -54,12 +54,6 @@ class _NoRefs(MessageRefs):
 
 NO_REFS: MessageRefs = _NoRefs()
 
-# The handler's bookkeeping bits in `PendingInput._flags` (small ints: no allocation).
-CLAIMED = 1  # a settle is being written: no other settle may start
-HELD = 2  # its row is held by this worker: this worker decides its settle (bot.human_input)
-FOREIGN = 4  # its row is held by another live worker, or not yet known to be ours
-UNTOLD = 8  # settled here from a row another worker wrote: that worker told the observers
-
 
 @dataclass(frozen=True, slots=True)
 class EscalationState:
@@ -82,8 +76,8 @@ class Origin:
 class PendingInput:
     """One request for human input: RoomKit's `PendingInput`, and the store's row.
 
-    `pending_id` (RoomKit's name) and `id` (the store's) are the same value. Fields after
-    `message_refs` are the handler's own and never compared.
+    `pending_id` (RoomKit's name) and `id` (the store's) are the same value. The handler
+    keeps its own state of a request beside it (bot/human_input/ledger.py's `Entry`), not on it.
     """
 
     id: str
@@ -113,17 +107,6 @@ class PendingInput:
     # The door and token that asked (None: the agent loop of a chat surface). Not a column:
     # its request.created audit row keeps it.
     origin: Origin | None = None
-    # The handler's own (bot/human_input/): the wait() calls blocked on it (one, or a list for
-    # a second: cancelling one leaves the others waiting); the deadline queue it is armed in
-    # and its deadline on the loop's clock (deadlines.py); the seconds a timeout's message
-    # names; bit flags.
-    # The primitive's own slots (bot/human_input: its waits, the deadline queue holding the
-    # request), typed there: the record, ranked below it, cannot name their types.
-    _waiters: Any = field(default=None, init=False, repr=False, compare=False)
-    _timer: Any = field(default=None, init=False, repr=False, compare=False)
-    _deadline: float = field(default=0.0, init=False, repr=False, compare=False)
-    _timer_seconds: float = field(default=0.0, init=False, repr=False, compare=False)
-    _flags: int = field(default=0, init=False, repr=False, compare=False)
 
     @property
     def pending_id(self) -> str:

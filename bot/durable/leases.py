@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.failures import RepeatedFailures
-from bot.human_input.worker import worker_name
+from bot.human_input.holding import worker_name
 from bot.records import RunRecord, StoreUnavailableError
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class LeaseRows(Protocol):
 
 def left_by(owner: str | None, worker_id: str) -> str:
     """Who left a lapsed run, as the log tells it to `worker_id`: worker ids are
-    `host:pid:random` (bot.human_input.worker), so a run of this host's is an earlier process
+    `host:pid:random` (bot.human_input.holding), so a run of this host's is an earlier process
     of it (most often this service before a restart), never "another worker" to an operator
     who runs one; only a run of another host's was left by another worker."""
     if owner is None:

@@ -6,10 +6,11 @@ is the source of truth and, across workers, the worker holding a request decides
 (holding.py). Observers (the chat surfaces) hear every transition. handler.py lists the parts.
 """
 
+from bot.human_input.creator import DENIED_BY_HOOK, NOTIFIER_BUDGET_SECONDS
 from bot.human_input.handler import DEFAULT_TIMEOUT_SECONDS, HumanInputHandler
+from bot.human_input.holding import HOLD_SECONDS
 from bot.human_input.ports import HandlerStore, HoldRows, RequestRows
 from bot.human_input.rules import RequestRules
-from bot.human_input.scopes import DENIED_BY_HOOK, NOTIFIER_BUDGET_SECONDS
 from bot.human_input.snapshots import (
     AnswerValidator,
     Notifier,
@@ -21,7 +22,6 @@ from bot.human_input.snapshots import (
     timeout_message,
     undeliverable_message,
 )
-from bot.human_input.worker import HOLD_SECONDS
 from bot.records import PendingInput, RequestStatus
 
 PendingInputStatus = RequestStatus

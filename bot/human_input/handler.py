@@ -4,17 +4,16 @@ RoomKit's primitive (docs/architecture.md), built from parts, each a plain class
 needs when it is made (this constructor makes them, in an order where each needs only those
 before it):
 
-- `Ledger` (ledger.py): the active requests and the retained outcomes;
-- `Worker` (worker.py): this worker's name, its store, its hold; `Tasks` (tasks.py);
-- `Observers` (observers.py): the surfaces told of each transition;
-- `AnswerChecks` (checks.py): the tools' validators, the policy's default answer;
-- `Outcomes`, `Proposals`, `Settler` (outcomes.py, proposals.py, settler.py): the one
-  transition out of pending, in at most four steps (claim, record, apply, tell: settler.py);
-  `AwaitedSettles` (awaited.py): the settles that return once recorded;
-- `Holding` (holding.py): several workers on one database, the holder deciding (a settle
-  handed to it carries its trace: carried.py);
-- `Deadlines` (deadlines.py) and `Waiters` (waiters.py, waiter.py): timeouts and wait();
-- `Scopes` (scopes.py): channels, notifiers, close; `Creator` (creator.py): create().
+- `Ledger`, `Entry`, `Deadlines` (ledger.py): the requests, each with the handler's own state
+  of it (one owner), the retained outcomes, the timers;
+- `Worker`, `Proposals`, `Holding` (holding.py): this worker, its store, the settles handed to
+  another worker, several workers on one database with the holder deciding;
+- `Observers`, `Tasks` (observers.py): the surfaces told of each transition, background work;
+- `RequestRules`, `AnswerChecks` (rules.py): the policy's rules, the tools' validators;
+- `Settler` (settler.py): the one transition out of pending, for every verb, in four steps
+  (claim, record, apply, tell);
+- `Wait`, `Waiters` (waiter.py): wait(); `Scopes`, `Creator` (creator.py): channels,
+  notifiers, close, and create().
 
 With a store attached, the database is the source of truth: every transition is a row before
 anyone is told. A policy's rules for requests come in as `RequestRules` (rules.py).
@@ -25,19 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from bot.human_input.awaited import AwaitedSettles
 from bot.human_input.carried import TraceCarrier
-from bot.human_input.checks import AnswerChecks
-from bot.human_input.creator import Creator, Poke
-from bot.human_input.deadlines import Deadlines
-from bot.human_input.holding import Holding
-from bot.human_input.ledger import Ledger
-from bot.human_input.observers import Observers
-from bot.human_input.outcomes import Outcomes
+from bot.human_input.creator import NOTIFIER_BUDGET_SECONDS, Creator, Poke, Scopes
+from bot.human_input.holding import HOLD_SECONDS, RECHECK_SECONDS, Holding, Worker
+from bot.human_input.ledger import Deadlines, Ledger
+from bot.human_input.observers import Observers, Tasks
 from bot.human_input.ports import HandlerStore
-from bot.human_input.proposals import Proposals
-from bot.human_input.rules import NO_RULES, RequestRules
-from bot.human_input.scopes import NOTIFIER_BUDGET_SECONDS, Scopes
+from bot.human_input.rules import NO_RULES, AnswerChecks, RequestRules
 from bot.human_input.settler import Settler
 from bot.human_input.snapshots import (
     AnswerValidator,
@@ -48,10 +41,7 @@ from bot.human_input.snapshots import (
     RequestUpdate,
     TallyView,
 )
-from bot.human_input.tasks import Tasks
-from bot.human_input.waiter import Wait
-from bot.human_input.waiters import Waiters
-from bot.human_input.worker import HOLD_SECONDS, RECHECK_SECONDS, Worker
+from bot.human_input.waiter import Wait, Waiters
 from bot.records import Origin, PendingInput, RequestStatus
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -84,19 +74,12 @@ class HumanInputHandler:
         self._worker = worker = Worker(worker_id, hold_seconds, store, recheck_seconds)
         self._observers = observers = Observers(tasks, rules.audience)
         self._checks = checks = AnswerChecks(rules.expiry_answer)
-        outcomes = Outcomes(worker, ledger, observers)
-        proposals = Proposals(worker, outcomes)
-        self._settler = settler = Settler(worker, ledger, checks, outcomes, proposals, tasks)
-        self._holding = holding = Holding(worker, ledger, settler, tasks)
+        self._settler = settler = Settler(worker, ledger, checks, observers, tasks)
+        self._holding = holding = Holding(worker, ledger, settler.follow, tasks)
         self._deadlines = deadlines = Deadlines(settler.expire)
-        self._waiters = waiters = Waiters(worker, ledger, deadlines, settler, holding, tasks)
-        self._scopes = scopes = Scopes(ledger, settler, tasks, notifier_budget)
-        self._creator = Creator(
-            worker, ledger, scopes, holding, waiters, observers, rules, default_timeout
-        )
-        self._awaited = AwaitedSettles(
-            worker, ledger, checks, settler, outcomes, proposals, observers, tasks
-        )
+        self._waiters = waiters = Waiters(ledger, deadlines, settler, holding, tasks)
+        self._scopes = scopes = Scopes(ledger, settler, observers, notifier_budget)
+        self._creator = Creator(holding, waiters, scopes, rules, default_timeout)
 
     # -- what it is attached to -----------------------------------------------------------------
 
@@ -254,7 +237,7 @@ class HumanInputHandler:
         `by_detail` (a display name, the surface) goes to the audit row. `known`: the request
         as the caller just read it from the store (not read again); settled in place if this
         answer settles it and it is not in memory here."""
-        return await self._awaited.settle(
+        return await self._settler.settle_recorded(
             pending_id, RequestStatus.RESOLVED, result, None, by, by_detail, known
         )
 
@@ -269,31 +252,37 @@ class HumanInputHandler:
     ) -> bool:
         """Reject and return once the outcome is recorded; works for requests not in memory
         (`known` as for `answer`)."""
-        return await self._awaited.settle(
+        return await self._settler.settle_recorded(
             pending_id, RequestStatus.REJECTED, None, reason, by, by_detail, known
         )
 
     async def cancel(self, pending_id: str, reason: str = "", *, by: str | None = None) -> bool:
-        """Withdraw, once recorded (its requester gave up); works for any request."""
-        return await self._awaited.settle(pending_id, RequestStatus.CANCELLED, None, reason, by)
+        """Withdraw and return once recorded (its requester gave up on it); works for
+        requests not in memory. Its message says it was cancelled."""
+        return await self._settler.settle_recorded(
+            pending_id, RequestStatus.CANCELLED, None, reason, by
+        )
 
     async def undeliverable(self, pending_id: str, reason: str) -> bool:
         """The request could not be shown to anyone (a surface's post failed for good): settle
-        it as undeliverable now, not at its deadline; its waiter raises UndeliverableError(
-        reason), the audit log keeps it. True once recorded, if this settled it."""
-        return await self._awaited.settle(pending_id, RequestStatus.UNDELIVERABLE, None, reason)
+        it as undeliverable at once, rather than at its deadline; its waiter raises
+        UndeliverableError(reason) and the audit log keeps the reason. Returns once recorded,
+        True if this settled it (the same compare-and-set as every settle)."""
+        return await self._settler.settle_recorded(
+            pending_id, RequestStatus.UNDELIVERABLE, None, reason, None
+        )
 
     async def expire_record(self, record: PendingInput) -> None:
-        """Time out a request whose durable deadline passed (the deadline scheduler calls it);
-        one held by a live worker is left to that worker's own timer."""
-        await self._awaited.expire_record(record)
+        """Time out a request whose durable deadline passed (the deadline scheduler calls it).
+        One held by a live worker is left to that worker's own timer."""
+        await self._settler.expire_record(record)
 
     async def follow(self, request_id: str) -> None:
         """Something happened to a request in another process (its NOTIFY arrived): wake the
         proposers here waiting on it; as its holder, apply the first proposal waiting; else
         take up the outcome another worker recorded. Observers were told by the worker that
         wrote it, so they are not told here (if that was this worker, its NOTIFY heard before
-        its write returned, the write's caller tells them: `Outcomes.apply_written`)."""
+        its write returned, the write's caller tells them: `Settler.apply_written`)."""
         await self._settler.follow(request_id)
 
     # -- requests as this worker knows them -------------------------------------------------------
@@ -304,13 +293,16 @@ class HumanInputHandler:
         if request is not None:
             return request.id
         store = self._worker.store
-        record = await store.request_for_tool_call(tool_call_id) if store is not None else None
+        if store is None:
+            return None
+        record = await store.request_for_tool_call(tool_call_id)
         return record.id if record is not None else None
 
     async def request(self, pending_id: str) -> PendingInput | None:
         """The request as this worker knows it: in memory (open, or settled and retained),
         else its row in the store; None if neither has it."""
-        request, store = self._ledger.find(pending_id), self._worker.store
+        request = self._ledger.find(pending_id)
+        store = self._worker.store
         if request is None and store is not None:
             request = await store.get_request(pending_id)
         return request
@@ -355,9 +347,10 @@ class HumanInputHandler:
     ) -> None:
         """Tell observers an announced call never became a request (refused, or cut short),
         so a "Preparing…" message can be closed."""
-        call = PendingInput("", tool_name, arguments, room_id, tool_call_id, channel_id,
-                            channel_type=channel_type, actor_id=actor_id,
-                            reason=reason)  # fmt: skip
+        call = PendingInput(
+            "", tool_name, arguments, room_id, tool_call_id, channel_id,
+            channel_type=channel_type, actor_id=actor_id, reason=reason,
+        )  # fmt: skip
         self._observers.tell(RequestUpdate.of(call, RenderState.CANCELLED))
 
     async def show_run_outcome(self, pending_id: str, run_outcome: str) -> None:
@@ -372,21 +365,25 @@ class HumanInputHandler:
 
     async def show_tally(self, pending_id: str, tally: TallyView) -> None:
         """Show the votes so far on a request still open (a rule needing several people,
-        bot/policies/tally.py): observers are told it again, after its earlier updates, with
-        `tally`. The votes are rows the caller wrote first; any worker may tell it."""
+        bot/policies/tally.py): observers are told the request again, after its earlier
+        updates, with `tally`, so every copy of its message shows it. The votes are rows the
+        caller wrote first; any worker may tell it (its surfaces edit the stored message)."""
         request = await self.request(pending_id)
         if request is not None and request.status is RequestStatus.PENDING:
             self._observers.notify(request, tally)
 
     def show_again(
-        self, record: PendingInput, tally: TallyView | None = None,
+        self,
+        record: PendingInput,
+        tally: TallyView | None = None,
         audience: AudienceView | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Show an open request again as `record` (just read from the store) has it: its
         votes so far (`tally`), a step of its escalation (`audience.fired`). Observers are
         told after its earlier updates; any worker may tell it (its surfaces edit the stored
         message). The copy held here learns how far the escalation went."""
-        held = self._ledger.active.get(record.id)
+        entry = self._ledger.active.get(record.id)
+        held = entry.request if entry is not None else None
         if held is not None and record.escalation_step > held.escalation_step:
             held.escalation = record.escalation
         shown = held if held is not None else record

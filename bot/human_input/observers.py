@@ -1,18 +1,50 @@
-"""Observers (the chat surfaces) hear every transition of every request, in order per request."""
+"""Observers (the chat surfaces) hear every transition of every request, in order per request;
+the handler's background work (settles being written, observers and notifiers being run) is
+its `Tasks`.
+
+A close must not lose an edit, so what was started here can be waited for (`Tasks.drain`); but
+not from inside one of the handler's own callbacks, which would wait for itself (`in_callback`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any
 
 from bot.human_input.snapshots import AudienceView, Observer, RequestUpdate, TallyView
-from bot.human_input.tasks import Tasks, in_callback
 from bot.records import PendingInput, RequestStatus
 
 PENDING = RequestStatus.PENDING
 
 log = logging.getLogger("bot.human_input")
+
+# Set inside the handler's own callbacks (notifiers, observers): a close() or drain() from there
+# must not wait for the very callback that called it.
+in_callback: ContextVar[bool] = ContextVar("hitl_in_callback", default=False)
+
+
+class Tasks:
+    """The tasks the handler started and has not seen finish."""
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coroutine: Awaitable[Any]) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coroutine)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return task
+
+    async def drain(self) -> None:
+        """Wait until every task started here (and every one those start) has finished;
+        returns at once from inside a notifier or an observer."""
+        if in_callback.get():
+            return
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
 
 
 class Observers:
@@ -22,7 +54,7 @@ class Observers:
     def __init__(
         self, tasks: Tasks, audience_of: Callable[[PendingInput], AudienceView | None] | None
     ) -> None:
-        self._tasks = tasks
+        self.tasks = tasks
         self._audience_of = audience_of
         self._observers: list[Observer] = []
         # Updates of a request not yet delivered to the observers, while a delivery runs.
@@ -53,12 +85,12 @@ class Observers:
             queued.append(update)
             return
         self._deliveries[request.id] = [update]
-        self._tasks.spawn(self._deliver(request.id))
+        self.tasks.spawn(self._deliver(request.id))
 
     def tell(self, update: RequestUpdate) -> None:
         """Tell the observers `update` at once (a call, or a request held nowhere here)."""
         if self._observers:
-            self._tasks.spawn(self._observe_all(update))
+            self.tasks.spawn(self._observe_all(update))
 
     async def _deliver(self, request_id: str) -> None:
         updates = self._deliveries[request_id]

@@ -1,4 +1,4 @@
-"""Deadlines share one loop timer per timeout (bot/human_input/deadlines.py), which is what a
+"""Deadlines share one loop timer per timeout (bot/human_input/ledger.py), which is what a
 pending request's timer costs (bench/human_input_bench.py, (c)): they fire in deadline order
 whatever the mix of timeouts, and let go of settled requests. The loop's clock is moved rather
 than waited for.
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.human_input import HumanInputHandler, PendingInputStatus
-from bot.human_input.deadlines import SLACK
+from bot.human_input.ledger import SLACK
 from tests.bot.conftest import settle_loop
 
 TOOL = "AskUserQuestion"
@@ -103,7 +103,7 @@ async def test_settled_requests_do_not_stay_in_the_deadline_queues(
 ) -> None:
     def held() -> int:
         queues = handler._deadlines._queues.values()
-        return sum(len(queue.requests) - queue.head for queue in queues)
+        return sum(len(queue.entries) - queue.head for queue in queues)
 
     requests = [await handler.create(TOOL, ARGS, timeout=30) for _ in range(1000)]
     for request in requests[:-10]:

@@ -8,15 +8,21 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from bot.doors.service import request_body
 from bot.errors import AnswerInvalidError, ExpiredWithAnswerError
-from bot.human_input import HumanInputHandler, RenderState, RequestRules, RequestUpdate
+from bot.human_input import (
+    HandlerStore,
+    HumanInputHandler,
+    RenderState,
+    RequestRules,
+    RequestUpdate,
+)
 from bot.human_tools.tool import HumanInputToolHandler
-from bot.records import Asked, RequestRecord, RequestStatus
+from bot.records import Asked, RequestRecord, RequestStatus, Settlement
 from bot.requests.view import build_view
 from bot.store import SqlStore, open_store
 from tests.bot.conftest import watch
@@ -145,3 +151,41 @@ async def test_the_due_sweep_of_another_worker_applies_the_default(
     assert body["status"] == "expired"
     assert body["answer"] == {"approved": False, "reason": "nobody answered"}
     assert body["answered_by"] is None
+
+
+class OnceUnavailable:
+    """A store whose first settle fails (a dropped connection), then works: the real store
+    behind, a fault in front (the durable sweep must retry as every settle does)."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+        self.failed = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def settle(self, settlement: Settlement) -> bool:
+        if not self.failed:
+            self.failed += 1
+            raise ConnectionError("the database went away")
+        return await self._store.settle(settlement)
+
+
+async def test_the_sweep_s_expiry_is_retried_as_every_settle_is(
+    stores: list[SqlStore],
+) -> None:
+    """The durable deadline settles through the one settle path: a write that failed once is
+    retried, not lost (it used to call the store directly, without the retries)."""
+    flaky = OnceUnavailable(stores[1])
+    sweeper = HumanInputHandler(store=cast(HandlerStore, flaky), hold_seconds=0.4)
+    now = datetime.now(UTC)
+    record = RequestRecord(
+        id="req-flaky", tool_name=TOOL, arguments=ARGS, created_at=now,
+        expires_at=now + timedelta(seconds=30),
+    )  # fmt: skip
+    await stores[0].create_request(record)
+    await sweeper.expire_record(await stores[1].get_request("req-flaky") or record)
+    await sweeper.drain()
+    stored = await stores[0].get_request("req-flaky")
+    assert stored is not None and flaky.failed == 1
+    assert stored.status is RequestStatus.TIMED_OUT

@@ -24,6 +24,7 @@ from bot.human_input import (
     RenderState,
     RequestUpdate,
 )
+from bot.human_input.creator import RequestIds
 from bot.records import RequestRecord, RequestStatus
 from bot.store import SqlStore, open_store
 from bot.tools.context import ToolCallContext, tool_turn_context
@@ -1449,3 +1450,14 @@ async def test_store_attached_after_create_does_not_strand_the_waiter(
     assert handler.resolve(pending.pending_id, "blue") is True
     assert await outcome_of(waiter) == "blue"
     await handler.drain()
+
+
+def test_request_ids_are_24_hex_digits_drawn_afresh_after_a_fork() -> None:
+    """Ids come from the OS's CSPRNG 128 at a time (bot/human_input/creator.py), as
+    secrets.token_hex(12) made them; a forked child does not reuse its parent's."""
+    ids = RequestIds()
+    drawn = [ids.next() for _ in range(300)]
+    assert len(set(drawn)) == 300
+    assert all(len(i) == 24 and int(i, 16) >= 0 and i == i.lower() for i in drawn)
+    ids.forget()
+    assert ids.next() not in drawn

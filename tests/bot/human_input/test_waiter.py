@@ -197,10 +197,20 @@ async def stores(tmp_path: Path) -> AsyncIterator[list[SqlStore]]:
 
 
 async def test_a_wait_loading_a_stored_request_can_be_cancelled(stores: list[SqlStore]) -> None:
+    """Cut while it loads the request (in memory, its hold being taken), the wait withdraws
+    it as a wait cut once blocked does: a late answer is not taken."""
     creator, reader = (HumanInputHandler(store=store, hold_seconds=0.4) for store in stores)
     pending = await creator.create(TOOL, ARGS)
     waiter = asyncio.create_task(reader.wait(pending.pending_id, timeout=30))
-    await asyncio.sleep(0.05)  # read from the row, and blocked
+
+    async def loaded() -> None:
+        # In memory once its row is read (a thread's work: no event to wait on), then cut
+        # while its hold is being taken.
+        while pending.pending_id not in reader.pending:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(loaded(), 5)
+    await asyncio.sleep(0)
     assert not waiter.done()
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):

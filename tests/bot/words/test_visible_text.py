@@ -34,6 +34,19 @@ def test_visible_values_reach_every_string_and_key() -> None:
                                      "none": None}  # fmt: skip
 
 
+def test_clean_values_are_kept_as_they_are_not_copied() -> None:
+    """A request keeps its caller's arguments when nothing in them needs escaping (a copy of
+    them was a quarter of what a pending request kept in memory)."""
+    clean = {"question": "Which colour?\nPick one", "options": ["red", "blue"], "n": 2}
+    assert visible_values(clean) is clean
+    text = "two\nlines"
+    assert visible(text) is text
+    dirty = {"options": ["red", "\x1b[2Jblue"], "question": "ok"}
+    shown = visible_values(dirty)
+    assert shown == {"options": ["red", "[2Jblue"], "question": "ok"}
+    assert shown is not dirty and dirty["options"][1] == "\x1b[2Jblue"
+
+
 def test_the_bridges_own_prompts_are_named_by_their_labels() -> None:
     assert set(ASKED_BY_THE_BRIDGE) == {GATE_TOOL, ELICIT_INPUT}
     assert timeout_message(2, GATE_TOOL) == "No answer within 2s to the permission prompt"
