@@ -5,7 +5,7 @@ Run with `.venv/bin/python bench/a2a_tck.py --kit DIR --kit-python PY`: DIR is t
 checkout (or extracted archive), PY a Python with the kit's dependencies installed
 (`python -m venv V && V/bin/pip install -e DIR`). It prints figures and asserts nothing.
 
-The service runs as in production (`python -m adapters.cli serve` in a subprocess, SQLite,
+The service runs as in production (`python -m adapters.cli.command serve` in a subprocess, SQLite,
 HITL_PUBLIC_URL unset); this process runs the fake Slack and a scripted person in it who
 answers each request the moment it is posted (a question typed into its modal, an approval
 approved, the first option chosen), so a task the kit sends completes. The kit's messages name

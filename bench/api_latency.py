@@ -1,7 +1,7 @@
 """Benchmark: the HTTP API door, end to end through `hitl-bridge serve` and the fake Slack.
 
 Run with `.venv/bin/python bench/api_latency.py [--requests N] [--rate R]`. It prints figures
-and asserts nothing. The service runs as in production (`python -m adapters.cli serve` in a
+and asserts nothing. The service runs as in production (`python -m adapters.cli.command serve` in a
 subprocess, on a SQLite file); this process runs FakeSlack, FakeAnthropic and the client.
 
 Figures:

@@ -4,7 +4,7 @@ Run with `.venv/bin/python bench/cross_worker_latency.py [--postgres URL] [--req
 (URL defaults to $HITL_TEST_POSTGRES_URL; the script makes a database of its own on that
 server and drops it afterwards). It prints figures and asserts nothing.
 
-Two workers, A and B: `python -m adapters.cli serve` processes on one PostgreSQL database,
+Two workers, A and B: `python -m adapters.cli.command serve` processes on one PostgreSQL database,
 with FakeSlack and FakeAnthropic served by this process (tests/adapters/workers.py). Each
 request's lifecycle, one after another, each in a thread of its own:
 

@@ -1,7 +1,7 @@
 """Benchmark: what one token's held long polls cost everyone else, through `hitl-bridge serve`.
 
 Run with `.venv/bin/python bench/long_polls.py [--samples N] [--flood N]`. It prints figures
-and asserts nothing. The service runs as in production (`python -m adapters.cli serve` in a
+and asserts nothing. The service runs as in production (`python -m adapters.cli.command serve` in a
 subprocess, on a SQLite file, the default caps: 100 long polls a token); this process runs
 FakeSlack, FakeAnthropic and the clients, on loopback only.
 

@@ -107,7 +107,7 @@ async def start_serve(
         "ANTHROPIC_BASE_URL": model.base_url,
     }  # fmt: skip
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "serve", cwd=ROOT, env=env,
+        sys.executable, "-m", "adapters.cli.command", "serve", cwd=ROOT, env=env,
         stderr=log,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

@@ -4,7 +4,7 @@ Run with `.venv/bin/python bench/slack_ack_latency.py [--seconds S] [--rates 50,
 It prints figures and asserts nothing. Three processes, as in production the service has its
 machine to itself apart from the load:
 
-- the service: `python -m adapters.cli serve` (the production entry point) in a subprocess,
+- the service: `python -m adapters.cli.command serve` (the production entry point) in a subprocess,
   configured by environment variables, on a SQLite file, talking to the fakes below;
 - this process: FakeSlack (the Web API the service calls) and FakeAnthropic (the model), and
   the set-up: mentions that make the scripted model open `requestApproval` requests;
@@ -166,7 +166,7 @@ async def start_service(
         **(extra or {}),
     }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "serve", cwd=ROOT, env=env
+        sys.executable, "-m", "adapters.cli.command", "serve", cwd=ROOT, env=env
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + SETUP_TIMEOUT

@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 
-from adapters.serve import Server  # noqa: E402
-from adapters.settings import Settings  # noqa: E402
+from adapters.serve.service import Server  # noqa: E402
+from adapters.serve.settings import Settings  # noqa: E402
 from bot.store import upgrade  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic, Turn, reply_text  # noqa: E402
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack  # noqa: E402

@@ -70,9 +70,10 @@ def command_env(code: Path, folder: Path) -> dict[str, str]:
 
 
 def hitl_bridge() -> list[str]:
-    """The console script beside this interpreter (what users run), else `-m adapters.cli`."""
+    """The console script beside this interpreter (what users run), else `-m
+    adapters.cli.command`."""
     script = Path(sys.executable).with_name("hitl-bridge")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "adapters.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "adapters.cli.command"]
 
 
 async def timed_run(argv: list[str], env: Env, folder: Path) -> float:

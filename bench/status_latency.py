@@ -2,7 +2,7 @@
 soon the model is asked (its first token's earliest moment).
 
 Run with `.venv/bin/python bench/status_latency.py [--mentions N]`. It prints figures and
-asserts nothing. The service is `python -m adapters.cli serve` in a subprocess, as in
+asserts nothing. The service is `python -m adapters.cli.command serve` in a subprocess, as in
 production; FakeSlack and FakeAnthropic run in this process, so every moment is read on one
 clock here:
 

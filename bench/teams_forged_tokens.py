@@ -3,7 +3,7 @@
 Run with `.venv/bin/python bench/teams_forged_tokens.py [--seconds S] [--bursts 100,1000]`.
 It prints figures and asserts nothing. Three processes:
 
-- the service: the production entry point (`adapters.cli.main(["serve"])`) in a subprocess,
+- the service: the production entry point (`adapters.cli.command.main(["serve"])`) in a subprocess,
   Teams with credentials, on a SQLite file. The one departure from production: its Teams cloud
   is the public one with the OpenID metadata URL (so the signing keys) on loopback, registered
   under the SDK's `CLOUD` names before `serve` runs, so no token ever leaves the machine;
@@ -67,7 +67,7 @@ def serve_with_loopback_keys(metadata_url: str) -> int:
 
     from microsoft_teams.api.auth import cloud_environment
 
-    from adapters.cli import main
+    from adapters.cli.command import main
 
     loopback = replace(cloud_environment.PUBLIC, openid_metadata_url=metadata_url)
     cloud_environment._CLOUD_ENVIRONMENTS[CLOUD] = loopback

@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 
-from adapters.serve import Server  # noqa: E402
-from adapters.settings import Settings  # noqa: E402
+from adapters.serve.service import Server  # noqa: E402
+from adapters.serve.settings import Settings  # noqa: E402
 from bot.store import upgrade  # noqa: E402
-from tests.adapters.teams.conftest import PERSONAL, message_activity  # noqa: E402
+from tests.adapters.surfaces.teams.conftest import PERSONAL, message_activity  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic, Turn, reply_text  # noqa: E402
 from tests.fakes.bot_connector import FakeBotConnector, Stream  # noqa: E402
 

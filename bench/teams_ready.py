@@ -36,7 +36,7 @@ from bench.startup import (  # noqa: E402
     hitl_bridge,
     timed_run,
 )
-from tests.adapters.teams.conftest import ADMIN, message_activity  # noqa: E402
+from tests.adapters.surfaces.teams.conftest import ADMIN, message_activity  # noqa: E402
 from tests.fakes.bot_connector import FakeBotConnector  # noqa: E402
 
 ANSWER_TIMEOUT = 60.0  # seconds from ready to Teams' answer; past it the start failed

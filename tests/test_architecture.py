@@ -12,21 +12,21 @@ pytestmark = pytest.mark.fast  # read from the source: in `make check`
 ROOT = Path(__file__).resolve().parents[1]
 CHAT_SDKS = ("slack_sdk", "slack_bolt", "microsoft_teams")
 PURE_MODULES = [
-    "adapters/slack/blocks.py",
-    "adapters/slack/messages.py",
-    "adapters/slack/modals.py",
-    "adapters/slack/filetypes.py",
-    "adapters/slack/scheme.py",
-    "adapters/slack/parse.py",
-    "adapters/slack/text.py",
-    "adapters/teams/cards.py",
-    "adapters/teams/inputs.py",
-    "adapters/teams/text.py",
-    "adapters/teams/actions.py",
-    "adapters/teams/stop_card.py",
-    "adapters/console/render.py",
-    "adapters/admin/charts.py",
-    "adapters/admin/export.py",
+    "adapters/surfaces/slack/blocks.py",
+    "adapters/surfaces/slack/messages.py",
+    "adapters/surfaces/slack/modals.py",
+    "adapters/surfaces/slack/filetypes.py",
+    "adapters/surfaces/slack/scheme.py",
+    "adapters/surfaces/slack/parse.py",
+    "adapters/surfaces/slack/text.py",
+    "adapters/surfaces/teams/cards.py",
+    "adapters/surfaces/teams/inputs.py",
+    "adapters/surfaces/teams/text.py",
+    "adapters/surfaces/teams/actions.py",
+    "adapters/surfaces/teams/stop_card.py",
+    "adapters/surfaces/console/render.py",
+    "adapters/doors/admin/charts.py",
+    "adapters/doors/admin/export.py",
 ]
 
 
@@ -86,7 +86,7 @@ def test_the_client_imports_nothing_of_the_server(path: Path) -> None:
 def test_a_platform_adapter_never_imports_another(path: Path) -> None:
     parts = path.relative_to(ROOT / "adapters").parts
     if len(parts) < 2:
-        return  # adapters/serve.py and friends compose the surfaces
+        return  # adapters/serve/service.py and friends compose the surfaces
     own = parts[0]
     for other in ("slack", "teams", "console"):
         if other != own:

@@ -186,7 +186,7 @@ def test_the_readme_stays_short() -> None:
 
 
 def test_the_configuration_page_names_every_setting() -> None:
-    from adapters.settings import Settings
+    from adapters.serve.settings import Settings
 
     page = (ROOT / "docs" / "configuration.md").read_text()
     missing = [

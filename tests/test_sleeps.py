@@ -25,9 +25,9 @@ LONGEST = 0.1  # seconds: a sleep this long or longer is a fixed wait
 # stand in for.
 ALLOWED = {
     # The sleep is the hang under test, not a wait: a body that never ends, cancelled by the test.
-    ("tests/adapters/mcp/test_*.py", "stalled"),
+    ("tests/adapters/doors/mcp/test_*.py", "stalled"),
     # A poll of the file system, bounded by WAIT: the browser tells no event of a download.
-    ("tests/adapters/admin/test_console_browser.py", "waited"),
+    ("tests/adapters/doors/admin/test_console_browser.py", "waited"),
     # The clock is what is tested: a person slower than the server's whole budget for a call,
     # a worker's hold lapsing (its module is `slow`, outside `make check`).
     ("tests/bot/tool_sources/test_elicitation.py", "slowly"),
@@ -42,9 +42,12 @@ ALLOWED = {
     # Nothing more happens, after the event it follows was awaited: an absence (no second POST
     # of a push notification, a replay setting nothing off, no step fired twice, no query from
     # a scheduler asleep), which no event marks.
-    ("tests/adapters/a2a/test_push.py", "one"),
-    ("tests/adapters/slack/test_replays.py", "test_a_replayed_click_is_processed_once"),
-    ("tests/adapters/slack/test_replays.py", "test_a_replayed_refusal_is_said_and_audited_once"),
+    ("tests/adapters/doors/a2a/test_push.py", "one"),
+    ("tests/adapters/surfaces/slack/test_replays.py", "test_a_replayed_click_is_processed_once"),
+    (
+        "tests/adapters/surfaces/slack/test_replays.py",
+        "test_a_replayed_refusal_is_said_and_audited_once",
+    ),
     ("tests/bot/store/test_escalations.py", "test_two_workers_fire_each_step_once"),
     ("tests/bot/durable/test_sweep.py", "quiet"),
 }

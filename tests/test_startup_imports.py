@@ -53,9 +53,9 @@ def test_the_core_and_its_client_import_no_sdk_and_no_store(code: str, tmp_path:
 
 def test_help_imports_no_sdk_and_no_store(tmp_path: Path) -> None:
     code = (
-        "import contextlib, io, adapters.cli\n"
+        "import contextlib, io, adapters.cli.command\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-        "    adapters.cli.main(['--help'])"
+        "    adapters.cli.command.main(['--help'])"
     )
     imported = imported_after(code, tmp_path)
     assert "adapters" in imported
@@ -64,9 +64,9 @@ def test_help_imports_no_sdk_and_no_store(tmp_path: Path) -> None:
 
 def test_a_store_command_imports_the_store_and_no_sdk(tmp_path: Path) -> None:
     code = (
-        "import adapters.cli\n"
-        "assert adapters.cli.main(['db', 'upgrade']) == 0\n"
-        "assert adapters.cli.main(['tokens', 'list']) == 0"
+        "import adapters.cli.command\n"
+        "assert adapters.cli.command.main(['db', 'upgrade']) == 0\n"
+        "assert adapters.cli.command.main(['tokens', 'list']) == 0"
     )
     imported = imported_after(code, tmp_path)
     assert "sqlalchemy" in imported
@@ -76,15 +76,15 @@ def test_a_store_command_imports_the_store_and_no_sdk(tmp_path: Path) -> None:
 def test_serving_slack_alone_does_not_import_the_teams_sdk_nor_the_model_sdk(
     tmp_path: Path,
 ) -> None:
-    imported = imported_after("import adapters.serve", tmp_path)
+    imported = imported_after("import adapters.serve.service", tmp_path)
     assert "aiohttp" in imported
     # The MCP SDK and Alembic too: serve loads the first once it is ready, never the second;
-    # OpenTelemetry only with an OTLP endpoint set (adapters/tracing.py), A2A with an agent
+    # OpenTelemetry only with an OTLP endpoint set (adapters/ops/tracing.py), A2A with an agent
     # or once serve is ready (the door's SDK, as MCP's), AG-UI's too; prometheus_client with a
     # metrics address.
     for sdk in ("microsoft_teams", "slack_bolt", "anthropic", "mcp", "alembic", "opentelemetry",
                 "a2a", "ag_ui", "prometheus_client"):  # fmt: skip
-        assert sdk not in imported, f"importing adapters.serve imports {sdk}"
+        assert sdk not in imported, f"importing adapters.serve.service imports {sdk}"
 
 
 def _declared_names() -> dict[str, str]:

@@ -1,7 +1,8 @@
 """People by name: a surface knows its people's display names (Slack's `users.info`, the names
 Teams activities carry), and a page that shows people asks for them here.
 
-`PeopleDirectory` is one surface's side (adapters/slack/people.py, adapters/teams/people.py);
+`PeopleDirectory` is one surface's side (adapters/surfaces/slack/people.py,
+adapters/surfaces/teams/people.py);
 `PeopleNames` asks the directory that owns each id, and caches what it hears, bounded in size
 and for a short while (a renamed person shows renamed soon). A page never waits long: lookups
 still running after `wait` seconds go on, and fill the cache for the next page, while this

@@ -1,9 +1,9 @@
 """The doors' contract: each tool a door asks with, with the JSON schemas of its arguments and
 of its answer, named as every door publishes them.
 
-The HTTP API's OpenAPI document (adapters/api/openapi.py) holds them as components
+The HTTP API's OpenAPI document (adapters/doors/api/openapi.py) holds them as components
 `<Tool>Arguments` and `<Tool>Answer` (`AskUserQuestionArguments`, `ApproveToolCallAnswer`, ...),
-the MCP tools (adapters/mcp/tools.py) inline them in their input and output schemas, and the
+the MCP tools (adapters/doors/mcp/tools.py) inline them in their input and output schemas, and the
 clients' own models are held to them by their tests. The schemas are generated from the
 models that validate: what is published is what is checked.
 """

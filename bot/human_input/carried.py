@@ -6,7 +6,7 @@ proposer's current span when the settle was made inside a trace. The holder appl
 proposal inside that context, so what the settle does there (its span, the surfaces' calls)
 joins the trace of the click or the call that made it, rather than starting one of its own.
 
-Which trace is current, and how a context is entered, is the tracing's: adapters/tracing.py
+Which trace is current, and how a context is entered, is the tracing's: adapters/ops/tracing.py
 (OpenTelemetry) gives a `TraceCarrier` to the handler; without one, ids are bare.
 """
 

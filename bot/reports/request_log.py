@@ -1,4 +1,4 @@
-"""The request log an admin reads (the web console, adapters/admin): which requests, filtered
+"""The request log an admin reads (the web console, adapters/doors/admin): which requests, filtered
 how, and what each one's row holds. Pure: the store's SQL is bot/store/request_log.py.
 
 A filter comes from a query string (`read_filter`) and goes back into one (`filter_query`), so

@@ -1,4 +1,4 @@
-"""The admin console's signed-in sessions (adapters/admin/auth.py's SessionStore) on a
+"""The admin console's signed-in sessions (adapters/doors/admin/auth.py's SessionStore) on a
 SqlStore: a row per session, keyed by the SHA-256 of its nonce, deleted at sign-out."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What the whole deployment holds, counted in the database for the metrics (adapters/metrics.py):
+"""What the whole deployment holds, counted in the database for the metrics
+(adapters/ops/metrics.py):
 the requests still pending, by the surface their room is on, and the webhook deliveries not yet
 done. One read, cheap on the indexes (`ix_requests_status_expires_at`, done_at)."""
 

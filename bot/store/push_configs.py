@@ -1,6 +1,6 @@
 """The `push_configs` table: A2A push notification configs, a few a door request (where its
 task is POSTed once it settles), and `PushConfigTables` over it on a SqlStore, each method one
-transaction. The A2A door (adapters/a2a/push.py) checks who may see a task before asking."""
+transaction. The A2A door (adapters/doors/a2a/push.py) checks who may see a task before asking."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ class RequestRow(Base):
         Index("ix_requests_room_id_status", "room_id", "status"),
         # A worker's heartbeat finds the requests it holds that have proposals waiting.
         Index("ix_requests_held_by", "held_by"),
-        # The admin console's table, newest first (adapters/admin).
+        # The admin console's table, newest first (adapters/doors/admin).
         Index("ix_requests_created_at", "created_at"),
         # The latest decisions, latest first (bot/reports/home.py: a week's, for the figures).
         Index("ix_requests_settled_at", "settled_at"),
@@ -295,7 +295,7 @@ class TokenRow(Base):
     webhook_secret: Mapped[str] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # An admin token may also sign in to the admin console (adapters/admin); others may not.
+    # An admin token may also sign in to the admin console (adapters/doors/admin); others may not.
     # No Python default: an insert names the column only for an admin token, so today's
     # store still writes plain tokens on a schema before 0013.
     admin: Mapped[bool] = mapped_column(server_default=false())
@@ -325,7 +325,8 @@ class DoorRow(Base):
 
 
 class WebhookRow(Base):
-    """A webhook delivery of a door request's settle (adapters/api/webhooks.py): one per request,
+    """A webhook delivery of a door request's settle (adapters/doors/api/webhooks.py): one per
+    request,
     sent and retried by whichever worker claims it (`lease_until`, `worker`) until `done_at`."""
 
     __tablename__ = "webhook_deliveries"
@@ -359,7 +360,7 @@ class WebhookRow(Base):
 
 
 class PushConfigRow(Base):
-    """An A2A push notification config of a door request (adapters/a2a/push.py): where its
+    """An A2A push notification config of a door request (adapters/doors/a2a/push.py): where its
     task is POSTed once it settles, through the webhook deliveries. At most a few a task."""
 
     __tablename__ = "push_configs"
@@ -408,7 +409,7 @@ class MessageCopyRow(Base):
 
 
 class AdminSessionRow(Base):
-    """A signed-in admin console session (adapters/admin): its cookie is signed, and this row
+    """A signed-in admin console session (adapters/doors/admin): its cookie is signed, and this row
     is what keeps it open: signing out deletes it, on every worker at once. Kept as the
     SHA-256 of the session's nonce, never the nonce itself."""
 

@@ -1,5 +1,5 @@
 """The `webhook_deliveries` table, and `WebhookTables` over it on a SqlStore (each method one
-transaction) for the sender, adapters/api/webhooks.py. A request has one delivery to its
+transaction) for the sender, adapters/doors/api/webhooks.py. A request has one delivery to its
 callback URL and one to each of its A2A push configs (`push_config`).
 
 A delivery is claimed for one attempt with a compare-and-set on its attempt count and lease,
@@ -7,7 +7,8 @@ so two workers never send the same attempt at once; a worker that dies mid-attem
 lease that lapses, and the row is claimed again. An attempt's outcome is written with its audit
 lines in one transaction, and only by the worker still holding that attempt.
 
-Fairness is the sender's (adapters/api/webhooks.py): what is due is read at most `PER_TOKEN_DUE`
+Fairness is the sender's (adapters/doors/api/webhooks.py): what is due is read at most
+`PER_TOKEN_DUE`
 rows a token, its tokens at their cap left out, so one token's backlog never hides another's
 rows; the sender chooses among them (`Choose`), and may postpone some (a host whose circuit is
 open) without counting an attempt.

@@ -13,7 +13,8 @@ its own voice. Whatever the model's text holds, `defused` renders:
 - and a WORD JOINER after every `]` left, so no form we did not rewrite (reference links
   `[x][ref]` with `[ref]: url`, a link across lines) can hide a target on any parser.
 
-The surface then escapes the result for its own format (adapters/slack/text.py, Teams' plain
+The surface then escapes the result for its own format (adapters/surfaces/slack/text.py, Teams'
+plain
 text). A streamed reply is rendered piece by piece: `settled` says how much of the text so far
 may be shown now, holding back the tail that what comes next could turn into a link or a
 mention (a `[` or `<` not closed on the last line, a trailing `@word`); pieces cut there render, one

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from adapters.cli import main
-from adapters.slack.interactions import Interactions
-from adapters.slack.parse import Click
+from adapters.cli.command import main
+from adapters.surfaces.slack.interactions import Interactions
+from adapters.surfaces.slack.parse import Click
 
 
 async def _stall(self: Interactions, key: str, click: Click) -> None:

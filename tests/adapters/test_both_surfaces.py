@@ -7,7 +7,8 @@ surface posts it in the thread, the Teams surface posts a card in the channel (p
 the serviceUrl `TeamsSurface.remember` was given). An answer on either surface settles the one
 request, and both copies are updated: the Slack message edited, the Teams activity updated in
 place (PUT). Slack's side is played with signed payloads on `/slack/events`, Teams' with
-activities on `/api/messages`, as in tests/adapters/slack and tests/adapters/teams, whose
+activities on `/api/messages`, as in tests/adapters/surfaces/slack and
+tests/adapters/surfaces/teams, whose
 helpers (`Env`, `Thread`, `Chat`) run here against the one shared server.
 """
 
@@ -25,16 +26,16 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.serve import Server
-from adapters.settings import Settings
-from adapters.slack.rooms import parse_room as parse_slack_room
-from adapters.teams.surface import TeamsRoom, TeamsSurface
+from adapters.serve.service import Server
+from adapters.serve.settings import Settings
+from adapters.surfaces.slack.rooms import parse_room as parse_slack_room
+from adapters.surfaces.teams.surface import TeamsRoom, TeamsSurface
 from bot import RequestUpdate
 from bot.records import RequestRecord, RequestStatus
 from bot.store import upgrade
 from bot.store.copies import CopyTables
-from tests.adapters.slack import conftest as slack
-from tests.adapters.teams import conftest as teams
+from tests.adapters.surfaces.slack import conftest as slack
+from tests.adapters.surfaces.teams import conftest as teams
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tool_use
 from tests.fakes.bot_connector import FakeBotConnector, card_errors, cards_of
 from tests.fakes.slack_api import FakeSlack

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from bot.records import RequestStatus
-from tests.adapters.teams import conftest as teams
+from tests.adapters.surfaces.teams import conftest as teams
 from tests.adapters.workers import (
     ALICE,
     CHANNEL,

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from adapters.console.render import draw as console_draw
-from adapters.console.render import menu
-from adapters.slack.messages import render_message
-from adapters.slack.modals import render_modal
-from adapters.teams.cards import Drawing, render_card
+from adapters.surfaces.console.render import draw as console_draw
+from adapters.surfaces.console.render import menu
+from adapters.surfaces.slack.messages import render_message
+from adapters.surfaces.slack.modals import render_modal
+from adapters.surfaces.teams.cards import Drawing, render_card
 from bot import RenderState, RequestUpdate
 from bot.human_tools.elicitation import ElicitInputArgs
 from bot.human_tools.forms import FieldKind
 from bot.requests.kinds import Verb
 from bot.requests.view import build_view
 from bot.words.tool_names import ELICIT_INPUT
-from tests.adapters.slack.blockkit_rules import assert_valid_message, assert_valid_modal
-from tests.adapters.teams.card_rules import assert_valid_card
+from tests.adapters.surfaces.slack.blockkit_rules import assert_valid_message, assert_valid_modal
+from tests.adapters.surfaces.teams.card_rules import assert_valid_card
 from tests.adapters.test_one_view import strings
 
 pytestmark = pytest.mark.fast  # pure functions: in `make check`

@@ -14,7 +14,7 @@ import pytest
 
 from bot.durable.escalations import ESCALATED, REMINDED
 from bot.records import AuditEntry
-from tests.adapters.teams import conftest as teams
+from tests.adapters.surfaces.teams import conftest as teams
 from tests.adapters.test_durability import TEAMS, TeamsChat
 from tests.adapters.workers import CHANNEL, WAIT, Cluster, Thread, cluster, eventually
 from tests.fakes.anthropic_api import reply_text, reply_tool_use

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.adapters.slack.conftest import ALICE, CHANNEL, SECRET, WAIT
+from tests.adapters.surfaces.slack.conftest import ALICE, CHANNEL, SECRET, WAIT
 from tests.adapters.test_http_edges import Served, capture, running_service
 from tests.fakes.slack_signing import (
     FORM,

@@ -28,12 +28,12 @@ import aiohttp
 import pytest
 from microsoft_teams.api.auth import cloud_environment
 
-from adapters import http_limits
-from adapters.serve import Server
-from adapters.settings import Settings
+from adapters.serve import http_limits
+from adapters.serve.service import Server
+from adapters.serve.settings import Settings
 from bot.records import RequestStatus
 from bot.store import upgrade
-from tests.adapters.slack.conftest import (
+from tests.adapters.surfaces.slack.conftest import (
     ADMIN,
     ALICE,
     CHANNEL,
@@ -72,7 +72,7 @@ LOGGERS = ("adapters", "bot", "slack_bolt", "slack_sdk", "aiohttp", "microsoft_t
 class Served:
     """The running service with Slack and Teams, and what it talks to."""
 
-    slack: Env  # Slack's side, as tests/adapters/slack drive it
+    slack: Env  # Slack's side, as tests/adapters/surfaces/slack drive it
     keys: FakeBotFrameworkKeys  # Teams' signing keys
 
     @property

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from adapters.console.render import draw as console_draw
-from adapters.console.render import menu
-from adapters.slack.messages import render_message
-from adapters.teams.cards import Drawing, render_card
+from adapters.surfaces.console.render import draw as console_draw
+from adapters.surfaces.console.render import menu
+from adapters.surfaces.slack.messages import render_message
+from adapters.surfaces.teams.cards import Drawing, render_card
 from bot import BUILTIN_TOOLS, RenderState, RequestUpdate
 from bot.policies import Escalation, Match, Rule, parse_principal
 from bot.policies.escalation import audience

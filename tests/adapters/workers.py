@@ -1,6 +1,7 @@
 """Real `hitl-bridge serve` worker processes around the fakes, for durability tests and benches.
 
-Each worker is `python -m adapters.cli serve` (the production entry point) in its own process,
+Each worker is `python -m adapters.cli.command serve` (the production entry point) in its own
+process,
 configured only by environment variables, on a database the test prepared (a SQLite file, or a
 fresh PostgreSQL database of its own). The fakes run in the test's process on 127.0.0.1: one
 FakeSlack, one FakeBotConnector (Teams, for workers started with
@@ -289,7 +290,7 @@ class Cluster:
     _logs: list[IO[bytes]] = field(default_factory=list)
 
     async def start_worker(
-        self, name: str, *, module: str = "adapters.cli", **settings: Any
+        self, name: str, *, module: str = "adapters.cli.command", **settings: Any
     ) -> Worker:
         """Start `hitl-bridge serve`; returns once /healthz answers 200. `settings` are
         environment variables (HITL_LEASE_SECONDS=1 and HITL_TIMEOUT_SECONDS=60 unless given;
@@ -317,7 +318,9 @@ class Cluster:
         await eventually(healthy, f"worker {name} healthy", START_TIMEOUT)
         return worker
 
-    async def spawn(self, name: str, *, module: str = "adapters.cli", **settings: Any) -> Worker:
+    async def spawn(
+        self, name: str, *, module: str = "adapters.cli.command", **settings: Any
+    ) -> Worker:
         """`hitl-bridge serve` started, not waited for (see `start_worker`): its `url` is ""
         until it says where it serves; for a start that is to fail, `await process.wait()`."""
         env = {

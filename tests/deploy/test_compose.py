@@ -13,7 +13,7 @@ import pytest
 import yaml
 from dotenv import dotenv_values
 
-from adapters.settings import Settings
+from adapters.serve.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "deploy" / "compose.yaml"

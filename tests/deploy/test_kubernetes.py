@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from adapters.settings import Settings
+from adapters.serve.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml"))

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.adapters.slack.conftest import Env, StartEnv
+from tests.adapters.surfaces.slack.conftest import Env, StartEnv
 from tests.deploy.test_dockerfile import health_command
 
 ROOT = Path(__file__).resolve().parents[2]

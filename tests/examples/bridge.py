@@ -18,8 +18,8 @@ from typing import Any
 
 import aiohttp
 
-from adapters.serve import Server
-from adapters.settings import Settings
+from adapters.serve.service import Server
+from adapters.serve.settings import Settings
 from bot.doors.tokens import Tokens
 from bot.records import RequestRecord
 from bot.store import upgrade

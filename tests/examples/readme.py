@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from adapters.settings import Settings
+from adapters.serve.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PATIENCE = 120.0  # seconds: a bound on a hung example, not a speed requirement

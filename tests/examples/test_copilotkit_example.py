@@ -28,8 +28,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from bot.doors.tokens import PREFIX, Tokens
 from bot.store.doors import DoorTables
-from tests.adapters.admin.test_console_browser import browser, chromium
-from tests.adapters.slack.conftest import Env, StartEnv, start_env
+from tests.adapters.doors.admin.test_console_browser import browser, chromium
+from tests.adapters.surfaces.slack.conftest import Env, StartEnv, start_env
 from tests.clients.typescript.node import npm_ready
 from tests.examples.readme import ROOT, port_of, serve_port, told
 from tests.fakes.anthropic_api import reply, reply_text, text_block, tool_use_block

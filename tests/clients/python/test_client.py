@@ -5,7 +5,7 @@ re-creates, long polls that give up, errors read from bodies.
 400 with the invalid fields, long polls, 404, pages, cancel) and, unlike the real service,
 can fail on purpose (a 503 after recording a create, a 429 with Retry-After, a dropped
 connection, a server that ignores `wait`): the faults the client must survive. The client
-against the real service, answered by clicks in Slack, is tests/adapters/api/
+against the real service, answered by clicks in Slack, is tests/adapters/doors/api/
 test_client_e2e.py.
 """
 
@@ -29,7 +29,7 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from adapters.api.openapi import openapi_document
+from adapters.doors.api.openapi import openapi_document
 from bot.human_tools.models import (
     AskUserQuestionArgs,
     CollectUserDataArgs,
@@ -53,7 +53,7 @@ from hitl_client import (
     SelectOptionAnswer,
     UploadFileAnswer,
 )
-from tests.adapters.api.contract import conforms
+from tests.adapters.doors.api.contract import conforms
 from tests.bot.conftest import within
 
 ALICE = "hitl_alice_0123456789abcdef"  # the tokens the stand-in knows, and their names

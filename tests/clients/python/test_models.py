@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from adapters.api.openapi import REF, openapi_document
+from adapters.doors.api.openapi import REF, openapi_document
 from bot.doors.contracts import CONTRACTS, inlined
 from hitl_client import models as client
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from hitl_client import HitlApiError, HitlClient, ToolCallReview
-from tests.adapters.api.contract import Checking
-from tests.adapters.api.test_api import TO, posted, start
-from tests.adapters.slack.conftest import WAIT, Env, StartEnv
+from tests.adapters.doors.api.contract import Checking
+from tests.adapters.doors.api.test_api import TO, posted, start
+from tests.adapters.surfaces.slack.conftest import WAIT, Env, StartEnv
 
 CALL = {"service": "api", "replicas": 1}
 

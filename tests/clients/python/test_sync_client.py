@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import pytest
 
 from hitl_client import HitlApiError, RequestDeclined, SyncHitlClient
-from tests.adapters.api.test_api import TO, posted, start
-from tests.adapters.slack.conftest import WAIT, Env, StartEnv
+from tests.adapters.doors.api.test_api import TO, posted, start
+from tests.adapters.surfaces.slack.conftest import WAIT, Env, StartEnv
 
 T = TypeVar("T")
 

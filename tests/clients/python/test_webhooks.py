@@ -1,4 +1,4 @@
-"""verify_webhook: a delivery signed by the bridge's own signer (adapters/api/webhooks.py) is
+"""verify_webhook: a delivery signed by the bridge's own signer (adapters/doors/api/webhooks.py) is
 read as the request it tells of; a tampered, re-signed, stale or unsigned one is refused."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.api.webhooks import signature as bridges_signature
+from adapters.doors.api.webhooks import signature as bridges_signature
 from hitl_client import WebhookSignatureError, verify_webhook
 
 SECRET = "whsec_0123456789abcdef"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.api.openapi import openapi_document
+from adapters.doors.api.openapi import openapi_document
 from tests.clients.typescript.node import (
     NODE_TIMEOUT,
     PACKAGE,

@@ -1,4 +1,4 @@
-"""Admin tokens: a bearer token that may also sign in to the admin console (adapters/admin);
+"""Admin tokens: a bearer token that may also sign in to the admin console (adapters/doors/admin);
 and the requests indexed by creation time, the order of the console's table.
 
 Revision ID: 0013

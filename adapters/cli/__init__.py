@@ -1,0 +1,1 @@
+"""The `hitl-bridge` command line."""

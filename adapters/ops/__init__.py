@@ -1,0 +1,1 @@
+"""Operations: metrics, tracing, log formats, the doctor."""

@@ -1,0 +1,1 @@
+"""The `serve` composition: settings, start-up, readiness, the HTTP server."""

@@ -1,0 +1,1 @@
+"""Surfaces: where people are asked (Slack, Teams, the console)."""

@@ -1,6 +1,0 @@
-"""The AG-UI door's tests run the service as the Slack end-to-end tests do (with the fake
-Slack and the fake Anthropic API)."""
-
-from tests.adapters.slack.conftest import start_env
-
-__all__ = ["start_env"]

@@ -1,0 +1,6 @@
+"""The AG-UI door's tests run the service as the Slack end-to-end tests do (with the fake
+Slack and the fake Anthropic API)."""
+
+from tests.adapters.surfaces.slack.conftest import start_env
+
+__all__ = ["start_env"]
