@@ -1,5 +1,5 @@
 """The A2A door of `serve`: JSON-RPC at /a2a and HTTP+JSON under /a2a/rest, as the `a2a-sdk`
-serves them (its Starlette routes, bridged onto our aiohttp by adapters/doors/mcp/asgi.py), and the
+serves them (its Starlette routes, bridged onto our aiohttp by adapters/doors/asgi.py), and the
 AgentCard at /.well-known/agent-card.json (public, as discovery needs).
 
 Each call is authenticated first, from its headers alone (a bearer token of
@@ -45,7 +45,7 @@ from adapters.doors.a2a.handler import GONE, REQUESTER, PersonHandler
 from adapters.doors.a2a.loading import PushPorts
 from adapters.doors.a2a.push import Pushes
 from adapters.doors.a2a.versions import HEADER, RefusedVersions, compatible, shown
-from adapters.doors.mcp.asgi import AsgiApp, AsgiScope, Message, Receive, Send, serve_asgi
+from adapters.doors.asgi import AsgiApp, AsgiScope, Message, Receive, Send, serve_asgi
 from adapters.serve.http_limits import (
     LOG_EVERY,
     BodyTooLarge,

@@ -4,7 +4,7 @@ Each request's `Origin`, if it has one, is checked first (adapters/doors/mcp/ori
 allowed), then it is authenticated, from its headers alone (a bearer token of
 bot/doors/tokens.py: 401 and one throttled WARNING line otherwise, its body never read), then
 served by the `mcp`
-SDK's streamable HTTP handler (ASGI, bridged by adapters/doors/mcp/asgi.py), with the token's name
+SDK's streamable HTTP handler (ASGI, bridged by adapters/doors/asgi.py), with the token's name
 in its scope: every tool call asks, reads and waits as that requester (adapters/doors/mcp/tools.py).
 
 The SDK runs stateless: no MCP session lives in a worker's memory, so any worker of several
@@ -30,7 +30,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from adapters.doors.mcp.asgi import serve_asgi
+from adapters.doors.asgi import serve_asgi
 from adapters.doors.mcp.loading import PATH
 from adapters.doors.mcp.origins import origin_refusal
 from adapters.doors.mcp.tools import McpTools, UnknownToolError

@@ -1,4 +1,4 @@
-"""One aiohttp request served by an ASGI application (the `mcp` SDK's streamable HTTP handler),
+"""One aiohttp request served by an ASGI application (the `mcp` and `a2a` SDKs' HTTP handlers),
 on our own server: no second server, no second port.
 
 The scope is built from the request as an ASGI server would (headers lower-cased, the raw

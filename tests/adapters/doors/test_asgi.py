@@ -1,4 +1,4 @@
-"""adapters/doors/mcp/asgi.py: an ASGI app served from an aiohttp route, on loopback: the scope it
+"""adapters/doors/asgi.py: an ASGI app served from an aiohttp route, on loopback: the scope it
 sees, a body in chunks, a response streamed as it is sent, and a client that goes away."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from adapters.doors.mcp import asgi
-from adapters.doors.mcp.asgi import AsgiScope, Message, Receive, Send, serve_asgi
+from adapters.doors import asgi
+from adapters.doors.asgi import AsgiScope, Message, Receive, Send, serve_asgi
 
 WAIT = 5.0
 
