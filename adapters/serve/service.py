@@ -459,7 +459,7 @@ def _version() -> str:
 
 
 async def _freeze_once_loaded(service: Service) -> None:
-    """Keep what the MCP, A2A and AG-UI doors load after the start (adapters/doors/lazy_import.py)
+    """Keep what the MCP, A2A and AG-UI doors load after the start (adapters/serve/lazy_import.py)
     out
     of the cyclic GC too, once it is in."""
     if service.doors is not None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from adapters.doors.lazy_import import import_after_ready
+from adapters.serve.lazy_import import import_after_ready
 from bot.doors.service import Doors, RequestBody
 from bot.doors.tokens import Tokens
 from bot.records import Asked

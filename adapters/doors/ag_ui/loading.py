@@ -1,5 +1,5 @@
 """`POST /ag-ui`, its SDK (`ag-ui-protocol`, pydantic models by the hundred) loaded once `serve`
-is ready rather than before, as the MCP and A2A doors' (adapters/doors/lazy_import.py): Slack's
+is ready rather than before, as the MCP and A2A doors' (adapters/serve/lazy_import.py): Slack's
 clicks
 need none of it. The route is mounted at once; a run that arrives before the door is in waits for
 it; a door that cannot start answers 503 in one line.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from adapters.doors.lazy_import import import_after_ready
+from adapters.serve.lazy_import import import_after_ready
 from bot import AIChannel
 from bot.bridge.root import Bridge
 from bot.doors.long_polls import LongPolls

@@ -6,7 +6,7 @@ these routes at once and imports adapters/doors/mcp/server.py in a thread after 
 loop keeps answering meanwhile (the import only takes the GIL in turns), and a call to /mcp that
 arrives before the SDK is in waits for it. Should the threaded import fail (two threads
 importing one module round can deadlock), it is imported on the loop
-(adapters/doors/lazy_import.py).
+(adapters/serve/lazy_import.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from adapters.doors.lazy_import import import_after_ready
+from adapters.serve.lazy_import import import_after_ready
 from bot.doors.service import Doors
 from bot.doors.tokens import Tokens
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from adapters.doors.lazy_import import import_after_ready
 from adapters.serve.approvers import read_groups
+from adapters.serve.lazy_import import import_after_ready
 from bot.bridge.people import PeopleNames
 from bot.policies.deciders import Deciders
 
