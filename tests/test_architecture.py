@@ -82,15 +82,43 @@ def test_the_client_imports_nothing_of_the_server(path: Path) -> None:
         assert not _uses(imports, package), f"{path.relative_to(ROOT)} imports {package}"
 
 
-@pytest.mark.parametrize("path", _python_files("adapters"), ids=str)
-def test_a_platform_adapter_never_imports_another(path: Path) -> None:
+SURFACES = ("slack", "teams", "console")
+DOORS = ("api", "mcp", "a2a", "ag_ui", "admin")
+
+
+def test_adapters_holds_packages_only() -> None:
+    """Every module of adapters/ sits in a package named for its part of the architecture."""
+    loose = [p.name for p in (ROOT / "adapters").glob("*.py") if p.name != "__init__.py"]
+    assert loose == []
+    assert {p.name for p in (ROOT / "adapters").iterdir() if (p / "__init__.py").exists()} == {
+        "surfaces", "doors", "serve", "ops", "cli"}  # fmt: skip
+
+
+def _part(path: Path) -> tuple[str, str]:
+    """('surfaces', 'slack') for adapters/surfaces/slack/app.py; ('doors', '') for a module of
+    the base door itself (adapters/doors/loading.py)."""
     parts = path.relative_to(ROOT / "adapters").parts
-    if len(parts) < 2:
-        return  # adapters/serve/service.py and friends compose the surfaces
-    own = parts[0]
-    for other in ("slack", "teams", "console"):
+    return parts[0], parts[1] if len(parts) > 2 else ""
+
+
+@pytest.mark.parametrize("path", _python_files("adapters/surfaces"), ids=str)
+def test_a_surface_never_imports_another_surface_or_a_door(path: Path) -> None:
+    _, own = _part(path)
+    imports = _imports(path)
+    for other in SURFACES:
         if other != own:
-            assert not _uses(_imports(path), f"adapters.{other}"), f"{path} imports {other}"
+            assert not _uses(imports, f"adapters.surfaces.{other}"), f"{path} imports {other}"
+    assert not _uses(imports, "adapters.doors"), f"{path} imports a door"
+
+
+@pytest.mark.parametrize("path", _python_files("adapters/doors"), ids=str)
+def test_a_door_never_imports_another_door_or_a_surface(path: Path) -> None:
+    _, own = _part(path)
+    imports = _imports(path)
+    for other in DOORS:
+        if other != own:
+            assert not _uses(imports, f"adapters.doors.{other}"), f"{path} imports {other}"
+    assert not _uses(imports, "adapters.surfaces"), f"{path} imports a surface"
 
 
 @pytest.mark.parametrize("relative", PURE_MODULES)
