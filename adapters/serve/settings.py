@@ -194,9 +194,9 @@ class Settings(BaseSettings):
     @classmethod
     def _origins(cls, value: object) -> object:
         """`HITL_ALLOWED_ORIGINS=https://a.example,https://b.example`, each an http(s) origin."""
-        from adapters.doors.mcp.origins import origin_of  # aiohttp: when the variable is set only
-
         if isinstance(value, str):
+            from adapters.doors.mcp.origins import origin_of  # aiohttp: when it is set only
+
             return frozenset(origin_of(part) for part in value.replace(",", " ").split())
         return value
 
