@@ -264,13 +264,21 @@ async def test_two_workers_waiting_on_one_approval_run_it_once(
         asked = await worker.asked()
         theirs = other.call(CALL, call_id="toolu_1", resumed=True)  # adopted, still alive
         await asyncio.sleep(0.05)
+        # Watched from before the approvals: the worker that does not run the call (either
+        # may win the claim) reads the run, maybe before the approvals return, then waits on
+        # its NOTIFY without reading again.
+        reads = [asyncio.ensure_future(reads_the_run(w)) for w in (worker, other)]
+        run_read = asyncio.ensure_future(asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED))
+        await asyncio.sleep(0)  # the watch is on
         approvals = await asyncio.gather(
             other.answer(asked.pending_id, Verb.APPROVE),
             worker.answer(asked.pending_id, Verb.APPROVE),
         )
         assert [isinstance(a, Settled) for a in approvals].count(True) == 1
         await within(tool.started.wait())
-        await within(reads_the_run(other))  # the other worker found the claim, waits for the run
+        await within(run_read)  # the worker that lost the claim found it, waits for the run
+        for read in reads:
+            read.cancel()
         tool.release.set()
         results = await within(asyncio.gather(mine, theirs))
         assert results[0] == results[1] == json.dumps({"deployed": "api", "env": "production"})
