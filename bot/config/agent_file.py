@@ -289,6 +289,10 @@ class AgentConfig(_Strict):
 
     _lines: YamlLines | None = PrivateAttr(default=None)  # None: a config built in code
 
+    def read_from(self, lines: YamlLines) -> None:
+        """Remember the file and lines it was read from, for errors that name FILE:LINE."""
+        self._lines = lines
+
     @property
     def file(self) -> Path | None:
         """The file it was read from (None for a config built in code)."""
@@ -316,14 +320,14 @@ class AgentConfig(_Strict):
 def load_agent_file(path: str | os.PathLike[str]) -> AgentConfig:
     """The agent file at `path`, validated; ConfigurationError (one line, FILE:LINE) if not."""
     config, lines = load_yaml_model(path, AgentConfig, _WHAT)
-    config._lines = lines
+    config.read_from(lines)
     return config
 
 
 def parse_agent_file(text: str, file: Path) -> AgentConfig:
     """The agent file's text, validated (see `load_agent_file`)."""
     config, lines = parse_yaml_model(text, file, AgentConfig, _WHAT)
-    config._lines = lines
+    config.read_from(lines)
     return config
 
 

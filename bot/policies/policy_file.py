@@ -265,6 +265,10 @@ class PolicyFile(_Strict):
 
     _lines: YamlLines | None = PrivateAttr(default=None)  # None: a policy built in code
 
+    def read_from(self, lines: YamlLines) -> None:
+        """Remember the file and lines it was read from, for errors that name FILE:LINE."""
+        self._lines = lines
+
     def where(self, *path: str | int) -> str:
         """`FILE:LINE` of the nearest written part of `path` (`"rules", 0, "approvers", 1`)."""
         return self._lines.where(*path) if self._lines is not None else "the policy"
@@ -277,5 +281,5 @@ class PolicyFile(_Strict):
 def load_policy_file(path: str | os.PathLike[str]) -> PolicyFile:
     """The policy file at `path`, validated; ConfigurationError (one line, FILE:LINE) if not."""
     policy, lines = load_yaml_model(path, PolicyFile, "the policy file")
-    policy._lines = lines
+    policy.read_from(lines)
     return policy
