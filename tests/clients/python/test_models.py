@@ -10,9 +10,12 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
+from adapters.doors.api.models import RequestOut
+from adapters.doors.api.models import RequestPage as ServerPage
 from adapters.doors.api.openapi import REF, openapi_document
 from bot.doors.contracts import CONTRACTS, inlined
 from hitl_client import models as client
+from hitl_client.request_info import RequestInfo, RequestPage
 
 SCHEMAS: dict[str, Any] = openapi_document()["components"]["schemas"]
 # Each client model, with the document's component it copies.
@@ -75,3 +78,13 @@ def test_the_shape_sees_a_changed_limit() -> None:
         question: str
 
     assert shape(Looser.model_json_schema()) != component("AskUserQuestionArguments")
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"), [(RequestInfo, RequestOut), (RequestPage, ServerPage)], ids=str
+)
+def test_the_clients_request_is_the_servers(ours: type[BaseModel], theirs: type[BaseModel]) -> None:
+    """What the client reads of a request (and of a page of them) is field by field the model
+    the bridge serializes it with (the document's `RequestOut` is that model, split by tool)."""
+    mode: Literal["serialization"] = "serialization"
+    assert shape(ours.model_json_schema(mode=mode)) == shape(theirs.model_json_schema(mode=mode))
