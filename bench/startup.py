@@ -108,7 +108,7 @@ async def timed_serve(env: Env, folder: Path, http: aiohttp.ClientSession) -> fl
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        while not await _ready(http, url):
+        while not await ready(http, url):
             if process.returncode is not None:
                 _, err = await process.communicate()
                 raise SystemExit(f"serve exited with {process.returncode}:\n{err.decode()}")
@@ -122,7 +122,8 @@ async def timed_serve(env: Env, folder: Path, http: aiohttp.ClientSession) -> fl
         await process.communicate()
 
 
-async def _ready(http: aiohttp.ClientSession, url: str) -> bool:
+async def ready(http: aiohttp.ClientSession, url: str) -> bool:
+    """Whether `url` answers 200 now (a server still starting refuses or answers 503)."""
     with contextlib.suppress(aiohttp.ClientError, OSError):
         async with http.get(url) as response:
             return response.status == 200
@@ -170,14 +171,22 @@ async def medians(runs: int, measures: Mapping[Path, Callable[[], Awaitable[floa
     return {code: statistics.median(values) for code, values in samples.items()}
 
 
+async def upgraded_checkouts(
+    codes: list[Path], top: Path
+) -> tuple[dict[Path, Path], dict[Path, dict[str, str]]]:
+    """Each checkout's folder under `top`, its database upgraded, and its commands' environment."""
+    folders = {code: top / str(n) for n, code in enumerate(codes)}
+    envs = {code: command_env(code, folders[code]) for code in codes}
+    for code in codes:
+        folders[code].mkdir()
+        await timed_run([*hitl_bridge(), "db", "upgrade"], envs[code], folders[code])
+    return folders, envs
+
+
 async def main(runs: int, codes: list[Path]) -> None:
     top = Path(tempfile.mkdtemp(prefix="hitl-startup-"))
     try:
-        folders = {code: top / str(n) for n, code in enumerate(codes)}
-        envs = {code: command_env(code, folders[code]) for code in codes}
-        for code in codes:
-            folders[code].mkdir()
-            await timed_run([*hitl_bridge(), "db", "upgrade"], envs[code], folders[code])
+        folders, envs = await upgraded_checkouts(codes, top)
         print(f"medians over {runs} runs, each a fresh process; x: against python -c pass")
         print(f"{'':<36}" + "".join(f"  {str(code)[-24:]:>24}" for code in codes))
         reference: dict[Path, float] = {}

@@ -31,10 +31,10 @@ import aiohttp  # noqa: E402
 from bench.startup import (  # noqa: E402
     POLL,
     SERVE_TIMEOUT,
-    command_env,
     free_port,
     hitl_bridge,
-    timed_run,
+    ready,
+    upgraded_checkouts,
 )
 from tests.adapters.surfaces.teams.conftest import ADMIN, message_activity  # noqa: E402
 from tests.fakes.bot_connector import FakeBotConnector  # noqa: E402
@@ -58,43 +58,31 @@ async def one_start(
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        while not await _answers(http, f"{base}/readyz"):
+        while not await ready(http, f"{base}/readyz"):
             if process.returncode is not None:
                 _, err = await process.communicate()
                 raise SystemExit(f"serve exited with {process.returncode}:\n{err.decode()}")
             if time.perf_counter() - start > SERVE_TIMEOUT:
                 raise SystemExit(f"serve not ready within {SERVE_TIMEOUT:.0f} s")
             await asyncio.sleep(POLL)
-        ready = time.perf_counter()
+        ready_at = time.perf_counter()
         sent = len(connector.calls)
         activity = message_activity(connector.service_url, "hitl pending", user=ADMIN)
         async with http.post(f"{base}/api/messages", json=activity) as response:
             if response.status != 200:
                 raise SystemExit(f"ready, yet Teams answered {response.status}")
         await connector.wait_for(lambda: len(connector.calls) > sent, ANSWER_TIMEOUT)
-        return ready - start, time.perf_counter() - ready
+        return ready_at - start, time.perf_counter() - ready_at
     finally:
         if process.returncode is None:
             process.terminate()
         await process.communicate()
 
 
-async def _answers(http: aiohttp.ClientSession, url: str) -> bool:
-    try:
-        async with http.get(url) as response:
-            return response.status == 200
-    except (aiohttp.ClientError, OSError):
-        return False
-
-
 async def main(runs: int, codes: list[Path]) -> None:
     top = Path(tempfile.mkdtemp(prefix="hitl-teams-ready-"))
     try:
-        folders = {code: top / str(n) for n, code in enumerate(codes)}
-        envs = {code: command_env(code, folders[code]) for code in codes}
-        for code in codes:
-            folders[code].mkdir()
-            await timed_run([*hitl_bridge(), "db", "upgrade"], envs[code], folders[code])
+        folders, envs = await upgraded_checkouts(codes, top)
         samples: dict[Path, list[tuple[float, float]]] = {code: [] for code in codes}
         async with FakeBotConnector() as connector, aiohttp.ClientSession() as http:
             for code in codes:  # the warm-up: bytecode written, the file cache filled
